@@ -1,0 +1,1 @@
+"""The graph model and its front ends; later the IR, passes and pipeline. Knows nothing of numba."""

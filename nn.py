@@ -1,0 +1,3 @@
+"""`flowjit.nn`: TensorFlow's neural-network op names (filled in by ops/nn_ops.py)."""
+
+from .ops.nn_ops import *  # noqa: F401,F403

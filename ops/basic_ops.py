@@ -1,0 +1,165 @@
+"""Graph sources and plumbing: Const, Placeholder, PlaceholderWithDefault, Identity, NoOp.
+
+Public functions: `constant`, `placeholder`, `placeholder_with_default`, `identity`,
+`no_op`, `group`.  A Const op holds its value as a read-only NumPy array in attr `value`;
+a Placeholder's kernel only runs when nobody fed it, and then raises the error TensorFlow
+raises ("You must feed a value for placeholder tensor ...").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import get_default_graph
+from ..compiler.shapes import as_shape, unknown_shape
+from ..errors import InvalidArgumentError
+from .builder import make_op, to_tensor
+from .conversion import constant_array
+from .registry import OpDef, Trait
+
+# --- Const --------------------------------------------------------------------------------
+
+
+def _const_infer(op):
+    value = op.get_attr("value")
+    return [(op.get_attr("dtype"), value.shape)]
+
+
+def _const_kernel(ctx, inputs, attrs):
+    return [attrs["value"]]
+
+
+CONST = OpDef("Const", _const_infer, _const_kernel, traits={Trait.SOURCE})
+
+
+def constant_from_array(arr: np.ndarray, name="Const", graph=None):
+    """A Const op holding `arr` (already of a flowjit dtype); returns its tensor."""
+    arr = np.array(arr, copy=True)
+    arr.flags.writeable = False
+    dtype = _dtypes.as_dtype(arr.dtype)
+    graph = graph or get_default_graph()
+    return graph.create_op(CONST, [], {"value": arr, "dtype": dtype}, name).outputs[0]
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    """A tensor holding `value` (TensorFlow's `tf.constant`).
+
+    With `shape`, a scalar (or one-element) value is broadcast to it and a value with the
+    same number of elements is reshaped to it; anything else is a ValueError.
+    """
+    arr = constant_array(value, dtype)
+    if shape is not None:
+        shape = tuple(int(d) for d in as_shape(shape).as_list())
+        if arr.shape != shape:
+            if verify_shape:
+                raise TypeError(f"Expected Tensor's shape: {shape}, got {arr.shape}.")
+            if arr.size == 1:
+                arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+            elif arr.size == int(np.prod(shape)):
+                arr = arr.reshape(shape)
+            else:
+                raise ValueError(f"constant '{name}': a value of {arr.size} elements (shape "
+                                 f"{arr.shape}) cannot fill shape {shape}.")
+    return constant_from_array(arr, name=name)
+
+
+# --- Placeholder ---------------------------------------------------------------------------
+
+
+def _placeholder_infer(op):
+    return [(op.get_attr("dtype"), op.get_attr("shape"))]
+
+
+def _describe_shape(shape):
+    if shape.dims is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape.dims) + "]"
+
+
+def _placeholder_kernel(ctx, inputs, attrs):
+    op = ctx.op if ctx is not None else None
+    name = op.name if op is not None else "?"
+    raise InvalidArgumentError(
+        None, op, f"You must feed a value for placeholder tensor '{name}' with dtype "
+                  f"{attrs['dtype'].name} and shape {_describe_shape(attrs['shape'])}")
+
+
+PLACEHOLDER = OpDef("Placeholder", _placeholder_infer, _placeholder_kernel,
+                    traits={Trait.SOURCE, Trait.RUNTIME_VALUE})
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A tensor whose value must be fed to every `Session.run` that needs it."""
+    dtype = _dtypes.as_dtype(dtype)
+    shape = unknown_shape() if shape is None else as_shape(shape)
+    return get_default_graph().create_op(PLACEHOLDER, [], {"dtype": dtype, "shape": shape},
+                                         name or "Placeholder").outputs[0]
+
+
+def _with_default_infer(op):
+    shape = op.get_attr("shape")
+    given = op.inputs[0].shape
+    if not shape.is_compatible_with(given):
+        raise ValueError(f"The default value's shape {given} is not compatible with the "
+                         f"declared shape {shape}.")
+    return [(op.inputs[0].dtype, shape)]
+
+
+def _identity_kernel(ctx, inputs, attrs):
+    return [inputs[0]]
+
+
+PLACEHOLDER_WITH_DEFAULT = OpDef("PlaceholderWithDefault", _with_default_infer,
+                                 _identity_kernel, traits={Trait.RUNTIME_VALUE})
+
+
+def placeholder_with_default(input, shape, name=None):
+    """A tensor that is `input` unless fed; `shape` may be less specific than input's."""
+    t = to_tensor(input)
+    return make_op(PLACEHOLDER_WITH_DEFAULT, [t], {"shape": as_shape(shape)},
+                   name or "PlaceholderWithDefault").outputs[0]
+
+
+# --- Identity, NoOp, group -----------------------------------------------------------------
+
+
+def _identity_infer(op):
+    t = op.inputs[0]
+    return [(t.dtype, t.shape)]
+
+
+IDENTITY = OpDef("Identity", _identity_infer, _identity_kernel)
+
+
+def identity(input, name=None):
+    """A tensor with the same value as `input` (reads a variable's current value)."""
+    return make_op(IDENTITY, [to_tensor(input)], {}, name or "Identity").outputs[0]
+
+
+NO_OP = OpDef("NoOp", lambda op: [], lambda ctx, inputs, attrs: [], traits={Trait.SOURCE})
+
+
+def no_op(name=None):
+    """An op that does nothing; useful as a target with control dependencies."""
+    return get_default_graph().create_op(NO_OP, [], {}, name or "NoOp")
+
+
+def group(*inputs, name=None):
+    """An op that runs after every op (or tensor's producer) in `inputs`."""
+    from ..compiler.graph import _as_operation
+
+    flat = []
+    for x in inputs:
+        if isinstance(x, (list, tuple, set)):
+            flat.extend(x)
+        elif isinstance(x, dict):
+            flat.extend(x.values())
+        else:
+            flat.append(x)
+    ops = [_as_operation(x) for x in flat]
+    graph = ops[0].graph if ops else get_default_graph()
+    return graph.create_op(NO_OP, [], {}, name or "group_deps", control_inputs=ops)
+
+
+OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, NO_OP)

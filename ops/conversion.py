@@ -1,0 +1,207 @@
+"""Turning Python and NumPy values into graph tensors, and reading static values back.
+
+Owns `convert_to_tensor` (TensorFlow's strict typing: a Python or NumPy value takes the
+requested dtype when it converts without loss of kind, never silently truncating a float to
+an int), `constant_array` (the NumPy array a `constant` op will hold), `static_value` (the
+value of a tensor when it is known while the graph is being built, used by shape inference)
+and `static_shape_from_tensor` (a partially known shape held in a 1-D int tensor).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Operation, Tensor
+from ..compiler.shapes import TensorShape, unknown_shape
+from .registry import Trait
+
+_STATIC_LIMIT = 4096  # elements: static evaluation is for shape arithmetic, not big data
+
+
+def _contains_tensor(value) -> bool:
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_tensor"):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_contains_tensor(v) for v in value)
+    return False
+
+
+def _first_tensor_dtype(value):
+    if hasattr(value, "_as_graph_tensor"):
+        value = value._as_graph_tensor()
+    if isinstance(value, Tensor):
+        return value.dtype
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            d = _first_tensor_dtype(v)
+            if d is not None:
+                return d
+    return None
+
+
+def _default_dtype(arr: np.ndarray, value):
+    """TensorFlow's choice of dtype for a Python value (float -> float32, int -> int32...)."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return _dtypes.as_dtype(arr.dtype)
+    kind = arr.dtype.kind
+    if kind == "f":
+        return _dtypes.float32
+    if kind in "iu":
+        if arr.size and (arr.min() < -2**31 or arr.max() > 2**31 - 1):
+            return _dtypes.int64
+        return _dtypes.int32
+    if kind == "c":
+        return _dtypes.complex128
+    if kind == "b":
+        return _dtypes.bool_
+    if kind in "SUO":
+        return _dtypes.string
+    raise TypeError(f"Cannot convert {value!r} (NumPy kind {kind!r}) to a Tensor.")
+
+
+def _to_bytes_array(arr: np.ndarray) -> np.ndarray:
+    out = np.empty(arr.shape, dtype=object)
+    flat = arr.reshape(-1)
+    for i, v in enumerate(flat):
+        if isinstance(v, str):
+            v = v.encode("utf-8")
+        if not isinstance(v, bytes):
+            raise TypeError(f"Expected a string or bytes, got {v!r} of type "
+                            f"'{type(v).__name__}'.")
+        out.reshape(-1)[i] = v
+    return out
+
+
+def constant_array(value, dtype=None) -> np.ndarray:
+    """The array a constant of `value` holds: TensorFlow's default dtypes, lossless casts only."""
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:
+        raise ValueError(f"Cannot convert {value!r} to a Tensor: {e} (ragged nested lists are "
+                         "not rectangular tensors).") from None
+    if arr.dtype.kind == "O" and arr.size and not all(isinstance(v, (bytes, str))
+                                                      for v in arr.reshape(-1)):
+        raise TypeError(f"Cannot convert {value!r} to a Tensor: unsupported element type.")
+    target = _dtypes.as_dtype(dtype) if dtype is not None else _default_dtype(arr, value)
+    src = arr.dtype.kind
+    if target is _dtypes.string:
+        if src not in "SUO" and arr.size:
+            raise TypeError(f"Expected string, got {value!r} of type '{type(value).__name__}'.")
+        return _to_bytes_array(arr)
+    if src in "SUO":
+        raise TypeError(f"Expected {target.name}, got {value!r} of type "
+                        f"'{type(value).__name__}' instead.")
+    lossy = ((target.is_integer and src in "fc") or (target.is_bool and src != "b")
+             or (target.is_floating and src == "c"))
+    if lossy and arr.size:
+        raise TypeError(f"Expected {target.name}, got {value!r} of type "
+                        f"'{type(value).__name__}' instead: converting {arr.dtype} values to "
+                        f"{target.name} would lose information; use flowjit.cast.")
+    if target.is_integer and src in "iu" and arr.size:
+        info = np.iinfo(target.np_dtype)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise ValueError(f"Value {value!r} is out of range for {target.name} "
+                             f"[{info.min}, {info.max}].")
+    return np.asarray(arr, dtype=target.np_dtype)
+
+
+def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
+                      dtype_hint=None) -> Tensor:
+    """Return `value` as a Tensor of the default graph (constants for Python/NumPy values).
+
+    A Tensor of another dtype than `dtype` is a TypeError naming both.  Lists that contain
+    tensors are stacked (TensorFlow's auto-packing).
+    """
+    preferred_dtype = preferred_dtype or dtype_hint
+    if hasattr(value, "_as_graph_tensor"):
+        value = value._as_graph_tensor()
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not _dtypes.as_dtype(dtype):
+            raise TypeError(f"Tensor conversion requested dtype {_dtypes.as_dtype(dtype).name} "
+                            f"for Tensor '{value.name}' with dtype {value.dtype.name}.")
+        return value
+    if isinstance(value, Operation):
+        raise TypeError(f"Cannot use Operation '{value.name}' as a Tensor; use "
+                        f"'{value.name}.outputs[0]' or the tensor it produces.")
+    if isinstance(value, (list, tuple)) and _contains_tensor(value):
+        from .array_ops import stack  # auto-packing
+
+        if dtype is None:
+            dtype = _first_tensor_dtype(value)
+        parts = [convert_to_tensor(v, dtype=dtype) for v in value]
+        return stack(parts, name=name or "packed")
+    if dtype is None and preferred_dtype is not None:
+        try:
+            arr = constant_array(value, preferred_dtype)
+        except (TypeError, ValueError):
+            arr = constant_array(value)
+    else:
+        arr = constant_array(value, dtype)
+    from .basic_ops import constant_from_array
+
+    return constant_from_array(arr, name=name or "Const")
+
+
+def static_value(tensor: Tensor):
+    """The NumPy value of `tensor` if it is known while building the graph, else None.
+
+    Evaluates constant subgraphs of small, stateless ops with their reference kernels (so
+    `reshape(x, [2, -1])` and `reshape(x, shape(y))` both get static shapes).  Values of
+    feedable sources (placeholders) are never assumed.
+    """
+    op = tensor.op
+    cache = op.__dict__.setdefault("_static_values", {})
+    if tensor.value_index in cache:
+        return cache[tensor.value_index]
+    result = _compute_static(op, tensor.value_index)
+    cache[tensor.value_index] = result
+    return result
+
+
+def _compute_static(op: Operation, index: int):
+    op_def = op.op_def
+    if Trait.STATEFUL in op_def.traits or Trait.RUNTIME_VALUE in op_def.traits:
+        return None
+    if op.control_inputs:
+        return None
+    if Trait.SHAPE_ONLY in op_def.traits:
+        if not all(t.shape.is_fully_defined() for t in op.inputs):
+            return None
+        inputs = [np.zeros(t.shape.as_tuple(), dtype=np.bool_) for t in op.inputs]
+    else:
+        inputs = []
+        for t in op.inputs:
+            v = static_value(t)
+            if v is None or getattr(v, "size", 0) > _STATIC_LIMIT:
+                return None
+            inputs.append(v)
+    for t in op.outputs:
+        n = t.shape.num_elements()
+        if n is None or n > _STATIC_LIMIT:
+            return None
+    try:
+        outs = op_def.kernel(None, inputs, op._attrs)
+    except Exception:
+        return None  # an error here surfaces, with its message, when the graph runs
+    return np.asarray(outs[index])
+
+
+def static_shape_from_tensor(tensor: Tensor) -> TensorShape:
+    """The (partially) known shape described by a 1-D integer tensor, -1 meaning unknown."""
+    value = static_value(tensor)
+    if value is not None:
+        return TensorShape([None if int(d) == -1 else int(d) for d in value.reshape(-1)])
+    op = tensor.op
+    if op.type == "Shape":
+        return op.inputs[0].shape
+    if op.type == "Pack" and op.get_attr("axis") == 0:
+        dims = []
+        for t in op.inputs:
+            v = static_value(t)
+            dims.append(None if v is None or int(v) < 0 else int(v))
+        return TensorShape(dims)
+    if tensor.shape.dims is not None and len(tensor.shape.dims) == 1:
+        return unknown_shape(tensor.shape.dims[0])
+    return unknown_shape()
+

@@ -1,0 +1,4 @@
+"""Placeholder: filled in by its owner."""
+
+__all__ = []
+OP_DEFS = ()

@@ -1,0 +1,93 @@
+"""The op registry: `OpDef`, `Trait`, and the one table from op type name to definition.
+
+An `OpDef` is the single definition of an op: its TensorFlow type name, traits that passes
+must respect, shape/dtype inference, the NumPy reference kernel that *is* its semantics, and
+the slots later layers fill (gradient, lowering).  Op modules build OpDefs and list them in
+a module-level `OP_DEFS`; `ops/__init__.py` registers every module's list in one place.
+
+Contracts:
+- `infer(op) -> [(dtype, shape), ...]`, one pair per output.  `op` is the Operation being
+  built (inputs, `op.get_attr`); raise ValueError/TypeError for bad input (the graph adds
+  the op name, shapes, dtypes and the user's line).
+- `kernel(ctx, inputs, attrs) -> sequence of outputs` (NumPy arrays, or runtime values such
+  as variable references).  Inputs listed in `ref_inputs` arrive as the producer's raw value
+  (e.g. a `VariableRef`); all others arrive as NumPy arrays.  Kernels must not mutate inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Callable
+
+
+class Trait(enum.Enum):
+    """Properties of an op that passes and the runtime must respect."""
+
+    ELEMENTWISE = enum.auto()     # output[i] depends only on inputs[i] (after broadcasting)
+    REDUCTION = enum.auto()       # reduces over axes
+    COMMUTATIVE = enum.auto()     # f(a, b) == f(b, a)
+    STATEFUL = enum.auto()        # reads or writes state, or is random: never merged or pruned
+    COMMUNICATION = enum.auto()   # sends/receives between devices
+    SOURCE = enum.auto()          # takes no tensor inputs (constants, placeholders)
+    SHAPE_ONLY = enum.auto()      # result depends only on input shapes, not values
+    RUNTIME_VALUE = enum.auto()   # value known only when run (placeholders): never folded
+
+
+@dataclasses.dataclass(eq=False)
+class OpDef:
+    """One op's complete definition; identity is the key (one object per op type)."""
+
+    name: str
+    infer: Callable
+    kernel: Callable
+    traits: frozenset = frozenset()
+    ref_inputs: frozenset = frozenset()
+    default_name: str | None = None
+    gradient: Callable | None = None
+    lower: Callable | None = None
+    doc: str = ""
+
+    def __post_init__(self):
+        self.traits = frozenset(self.traits)
+        self.ref_inputs = frozenset(self.ref_inputs)
+        if self.default_name is None:
+            self.default_name = self.name
+
+    def has(self, trait: Trait) -> bool:
+        return trait in self.traits
+
+    @property
+    def is_stateful(self) -> bool:
+        return Trait.STATEFUL in self.traits
+
+    def __repr__(self):
+        return f"OpDef({self.name})"
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op_def: OpDef) -> OpDef:
+    """Add an op definition; a second definition under the same name is an error."""
+    existing = _REGISTRY.get(op_def.name)
+    if existing is not None and existing is not op_def:
+        raise ValueError(f"Op type '{op_def.name}' is already registered.")
+    _REGISTRY[op_def.name] = op_def
+    return op_def
+
+
+def lookup(name: str) -> OpDef:
+    """The definition of op type `name`; NotFoundError if flowjit has no such op."""
+    op_def = _REGISTRY.get(name)
+    if op_def is None:
+        from ..errors import NotFoundError
+
+        raise NotFoundError(None, None, f"Op type not registered: '{name}'. flowjit knows "
+                                        f"{len(_REGISTRY)} op types; see flowjit.ops.registry.")
+    return op_def
+
+
+def all_op_defs() -> list:
+    """Every registered OpDef, sorted by name."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]

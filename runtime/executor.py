@@ -1,0 +1,236 @@
+"""The dataflow executor: plans the subgraph a run needs and runs it (2015 paper §3.1, §4.2).
+
+`build_plan` prunes the graph to the ops that fetched tensors and target ops depend on,
+stopping at fed tensors (partial execution), and precomputes per-op pending-input counts
+and consumer lists.  `execute` runs a plan: a node whose pending count reaches zero enters
+the ready queue; with a thread pool, independent ready nodes run concurrently.  Kernels
+come from each op's definition (the NumPy reference kernels); the executor does not know
+how they were made.
+
+Error contract: any failure inside a kernel surfaces as an `OpError` subclass naming the
+op, its type, its inputs' shapes and dtypes and the user's line that created it.  After an
+error no new nodes start; the run waits for running ones and raises the first error.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+
+import numpy as np
+
+from ..errors import (DeadlineExceededError, InvalidArgumentError, OpError,
+                      ResourceExhaustedError)
+from .state import VariableRef
+
+CHECK_OUTPUTS = False  # tests turn this on: kernel outputs must match inferred dtype/shape
+
+
+class Plan:
+    """The pruned subgraph for one (fetches, targets, feeds) signature."""
+
+    __slots__ = ("ops", "pending", "consumers", "roots", "parallel")
+
+    def __init__(self, ops, pending, consumers, roots, parallel):
+        self.ops = ops              # Operations in creation (topological) order
+        self.pending = pending      # per op index: number of unfinished input/control edges
+        self.consumers = consumers  # per op index: consumer op indices, one per edge
+        self.roots = roots          # op indices with nothing pending
+        self.parallel = parallel    # True when some ops could run side by side
+
+
+def build_plan(fetch_tensors, target_ops, fed) -> Plan:
+    """The ops needed to compute `fetch_tensors` and run `target_ops`, given `fed` tensors."""
+    needed = set()
+    stack = [t.op for t in fetch_tensors if t not in fed] + list(target_ops)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed.add(op)
+        for t in op.inputs:
+            if t not in fed and t.op not in needed:
+                stack.append(t.op)
+        for c in op.control_inputs:
+            if c not in needed:
+                stack.append(c)
+    ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
+    index = {op: i for i, op in enumerate(ops)}
+    pending = [0] * len(ops)
+    consumers = [[] for _ in ops]
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            if t not in fed:
+                pending[i] += 1
+                consumers[index[t.op]].append(i)
+        for c in op.control_inputs:
+            pending[i] += 1
+            consumers[index[c]].append(i)
+    roots = [i for i, p in enumerate(pending) if p == 0]
+    return Plan(ops, pending, consumers, roots, _has_width(ops, index, fed))
+
+
+def _has_width(ops, index, fed) -> bool:
+    """True when two ops share a topological level (so a thread pool could help)."""
+    level = [0] * len(ops)
+    seen = collections.Counter()
+    for i, op in enumerate(ops):
+        deps = [index[t.op] for t in op.inputs if t not in fed]
+        deps += [index[c] for c in op.control_inputs]
+        level[i] = 1 + max((level[d] for d in deps), default=-1)
+        if op.inputs or op.control_inputs:  # sources are cheap; width among real work counts
+            seen[level[i]] += 1
+            if seen[level[i]] > 1:
+                return True
+    return False
+
+
+class KernelContext:
+    """What a kernel may see: its op, the session state, and the run's deadline."""
+
+    __slots__ = ("op", "state", "deadline")
+
+    def __init__(self, op, state, deadline):
+        self.op = op
+        self.state = state
+        self.deadline = deadline
+
+
+def _describe_inputs(op, inputs) -> str:
+    parts = []
+    for t, v in zip(op.inputs, inputs):
+        shape = getattr(v, "shape", "?")
+        dtype = getattr(v, "dtype", type(v).__name__)
+        parts.append(f"{t.name}: shape {tuple(shape) if shape != '?' else '?'} dtype {dtype}")
+    return "; ".join(parts) if parts else "no inputs"
+
+
+def _run_op(op, values, state, deadline):
+    op_def = op.op_def
+    inputs = []
+    for i, t in enumerate(op.inputs):
+        v = values[t]
+        if type(v) is VariableRef and i not in op_def.ref_inputs:
+            v = v.read(op)
+        inputs.append(v)
+    try:
+        outs = op_def.kernel(KernelContext(op, state, deadline), inputs, op._attrs)
+    except OpError as e:
+        if e.op is None:
+            raise type(e)(e.node_def, op, e.message) from e
+        raise
+    except MemoryError as e:
+        raise ResourceExhaustedError(None, op, f"Out of memory while computing "
+                                               f"{op.type}: {e}") from e
+    except Exception as e:  # a kernel's NumPy error: report it as bad input to this op
+        raise InvalidArgumentError(
+            None, op, f"{op.type} failed: {e} (inputs: {_describe_inputs(op, inputs)})") from e
+    if len(outs) != len(op.outputs):
+        raise InvalidArgumentError(None, op, f"Kernel of {op.type} returned {len(outs)} outputs; "
+                                             f"the op declares {len(op.outputs)}.")
+    for t, v in zip(op.outputs, outs):
+        if CHECK_OUTPUTS and type(v) is not VariableRef:
+            _check_output(op, t, v)
+        values[t] = v
+
+
+def _check_output(op, t, v):
+    if not isinstance(v, np.ndarray):
+        raise AssertionError(f"{op.type} kernel returned {type(v).__name__} for {t.name}")
+    if v.dtype != t.dtype.np_dtype:
+        raise AssertionError(f"{op.type} kernel returned dtype {v.dtype} for {t.name}, "
+                             f"inferred {t.dtype.name}")
+    if not t.shape.is_compatible_with(v.shape):
+        raise AssertionError(f"{op.type} kernel returned shape {v.shape} for {t.name}, "
+                             f"inferred {t.shape}")
+
+
+def execute(plan: Plan, values: dict, state, pool=None, timeout_s=None, trace=None):
+    """Run `plan`; `values` holds the fed tensors and receives every computed one."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    if pool is None or not plan.parallel:
+        _execute_serial(plan, values, state, deadline, trace)
+    else:
+        _execute_parallel(plan, values, state, pool, deadline, trace)
+    return values
+
+
+def _deadline_error(deadline, op=None):
+    return DeadlineExceededError(None, op, "Timed out waiting for the run to finish "
+                                           "(RunOptions.timeout_in_ms).")
+
+
+def _execute_serial(plan, values, state, deadline, trace):
+    pending = list(plan.pending)
+    ready = collections.deque(plan.roots)
+    ops, consumers = plan.ops, plan.consumers
+    t0 = time.perf_counter()
+    while ready:
+        i = ready.popleft()
+        if deadline is not None and time.monotonic() > deadline:
+            raise _deadline_error(deadline, ops[i])
+        start = time.perf_counter() if trace is not None else 0.0
+        _run_op(ops[i], values, state, deadline)
+        if trace is not None:
+            trace.append((ops[i], start - t0, time.perf_counter() - t0, threading.get_ident()))
+        for c in consumers[i]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                ready.append(c)
+
+
+def _execute_parallel(plan, values, state, pool, deadline, trace):
+    pending = list(plan.pending)
+    ready = collections.deque(plan.roots)
+    ops, consumers = plan.ops, plan.consumers
+    done = queue.SimpleQueue()
+    in_flight = 0
+    error = None
+    t0 = time.perf_counter()
+
+    def task(i):
+        start = time.perf_counter()
+        try:
+            _run_op(ops[i], values, state, deadline)
+            done.put((i, None, start))
+        except BaseException as e:  # noqa: BLE001 - handed to the scheduling thread
+            done.put((i, e, start))
+
+    def finish(i, start):
+        if trace is not None:
+            trace.append((ops[i], start - t0, time.perf_counter() - t0, threading.get_ident()))
+        for c in consumers[i]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                ready.append(c)
+
+    while (ready and error is None) or in_flight:
+        while ready and error is None:
+            i = ready.popleft()
+            if not ready and in_flight == 0:  # nothing else to overlap with: run inline
+                start = time.perf_counter()
+                try:
+                    _run_op(ops[i], values, state, deadline)
+                except BaseException as e:  # noqa: BLE001
+                    error = e
+                    break
+                finish(i, start)
+            else:
+                pool.submit(task, i)
+                in_flight += 1
+        if in_flight:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                i, exc, start = done.get(timeout=timeout)
+            except queue.Empty:
+                error = error or _deadline_error(deadline)
+                break
+            in_flight -= 1
+            if exc is not None:
+                error = error or exc
+            elif error is None:
+                finish(i, start)
+    if error is not None:
+        raise error

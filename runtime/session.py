@@ -1,0 +1,217 @@
+"""Sessions: `Session`, `InteractiveSession` and the default-session stack.
+
+A Session binds a graph to per-session state (variable values, random generators) and runs
+any subgraph of it: `run(fetches, feed_dict)` resolves fetches and feeds, looks up or builds
+the execution plan for that signature (plans are cached; the graph is append-only, so a
+plan never goes stale), executes it and returns values in the fetch structure.  Any tensor
+may be fed, not only placeholders; a fed tensor's producers do not run.
+
+Returned arrays are always the caller's to keep: values that alias session state or graph
+constants are copied.  An error in one run leaves the session usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..compiler.graph import Tensor, get_default_graph
+from .config import ConfigProto, NodeStats, TraceLevel
+from .executor import build_plan, execute
+from .fetches import FetchStructure, convert_feed
+from .state import SessionState, VariableRef
+
+
+class Session:
+    """Runs ops of a graph (TensorFlow 1.x `tf.Session`)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = config or ConfigProto()
+        self._state = SessionState()
+        self._plans: dict = {}
+        self._closed = False
+        self._pool = None
+        self._pool_lock = threading.Lock()
+        threads = self._config.inter_op_parallelism_threads
+        self._threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self._default_ctx = []
+
+    # --- properties ---------------------------------------------------------------------------
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def()
+
+    @property
+    def sess_str(self) -> str:
+        return ""
+
+    def list_devices(self):
+        return ["/job:localhost/replica:0/task:0/device:CPU:0"]
+
+    # --- running ------------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Compute `fetches` (nested Tensors/Operations/names), feeding `feed_dict` first.
+
+        Returns the fetched values in the structure of `fetches` (None for operations).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        structure = FetchStructure(fetches, self._graph)
+        feeds = self._convert_feeds(feed_dict)
+        tensors, targets = structure.tensors, structure.operations
+        key = (tuple(t._id for t in tensors), tuple(op._id for op in targets),
+               frozenset(t._id for t in feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = build_plan(tensors, targets, feeds)
+            self._plans[key] = plan
+        values = dict(feeds)
+        timeout = options.timeout_in_ms / 1000.0 if options and options.timeout_in_ms else None
+        tracing = options is not None and options.trace_level >= TraceLevel.SOFTWARE_TRACE
+        trace = [] if tracing else None
+        execute(plan, values, self._state, self._get_pool() if plan.parallel else None,
+                timeout, trace)
+        if trace is not None and run_metadata is not None:
+            run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th)
+                                       for op, s, e, th in trace]
+        results = {}
+        for element in structure.elements:
+            results[element] = _fetch_value(values[element]) if isinstance(element, Tensor) \
+                else None
+        return structure.build(results)
+
+    def _convert_feeds(self, feed_dict) -> dict:
+        feeds = {}
+        if not feed_dict:
+            return feeds
+        if not isinstance(feed_dict, dict):
+            raise TypeError(f"feed_dict must be a dict, got {type(feed_dict).__name__}.")
+        for key, value in feed_dict.items():
+            try:
+                tensor = self._graph.as_graph_element(key, allow_operation=False)
+            except KeyError as e:
+                raise KeyError(f"Cannot interpret feed_dict key {key!r} as a Tensor: "
+                               f"{e.args[0]}") from None
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor: "
+                                f"{e}") from None
+            feeds[tensor] = convert_feed(tensor, value)
+        return feeds
+
+    def _get_pool(self):
+        if self._threads <= 1:
+            return None
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._threads,
+                                                    thread_name_prefix="flowjit-inter-op")
+        return self._pool
+
+    # --- lifetime -----------------------------------------------------------------------------
+    def close(self):
+        """Release the session's state; further `run` calls raise RuntimeError."""
+        self._closed = True
+        self._state = SessionState()
+        self._plans.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Make this the default session (for Tensor.eval / Operation.run) inside the block."""
+        _default_sessions().append(self)
+        try:
+            yield self
+        finally:
+            _default_sessions().pop()
+
+    def __enter__(self):
+        graph_ctx = self._graph.as_default()
+        sess_ctx = self.as_default()
+        graph_ctx.__enter__()
+        sess_ctx.__enter__()
+        self._default_ctx.append((graph_ctx, sess_ctx))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        graph_ctx, sess_ctx = self._default_ctx.pop()
+        sess_ctx.__exit__(exc_type, exc, tb)
+        graph_ctx.__exit__(exc_type, exc, tb)
+        self.close()
+        return False
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+
+class InteractiveSession(Session):
+    """A Session that installs itself as the default on creation (for notebooks and shells)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._graph_ctx = self._graph.as_default()
+        self._graph_ctx.__enter__()
+        _interactive.append(self)
+
+    def close(self):
+        if self in _interactive:
+            _interactive.remove(self)
+            try:
+                self._graph_ctx.__exit__(None, None, None)
+            except IndexError:
+                pass
+        super().close()
+
+
+_local = threading.local()
+_interactive: list = []
+
+
+def _default_sessions() -> list:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_session():
+    """The innermost session of `with sess.as_default()` (or an InteractiveSession), or None."""
+    stack = _default_sessions()
+    if stack:
+        return stack[-1]
+    return _interactive[-1] if _interactive else None
+
+
+def _session_for(session, graph):
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
+                         "registered. Use `with sess.as_default()` or pass an explicit session "
+                         "to `eval(session=sess)`.")
+    if session.graph is not graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph "
+                         "is different from the session's graph.")
+    return session
+
+
+def _fetch_value(value):
+    if type(value) is VariableRef:
+        value = value.read()
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]  # scalars come back as NumPy scalars, as in TensorFlow
+        if not value.flags.writeable:
+            return value.copy()
+    return value

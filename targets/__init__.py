@@ -1,0 +1,1 @@
+"""Code generators that turn compiler IR into kernels (reference, cpu, cuda): later issues."""

@@ -1,0 +1,15 @@
+"""Shared test set-up: a fresh default graph per test and strict kernel-output checking."""
+
+import pytest
+
+import flowjit as tf
+from flowjit.runtime import executor
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Every test starts with an empty default graph and kernel output checks on."""
+    executor.CHECK_OUTPUTS = True
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
