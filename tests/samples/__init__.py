@@ -1,0 +1,50 @@
+"""Per-op test cases, one table per op area, checked for every registered op.
+
+Each area module defines `SAMPLES: dict[str, strategy]`, mapping an op type name (as
+registered, e.g. "Add") to a hypothesis strategy that draws an `OpCase`.  The generic test
+(tests/test_registry_ops.py) builds each case in a fresh graph, runs it in a Session, and
+checks (1) the op type was created, (2) inferred static dtype/shape agree with the values,
+(3) values equal the case's independent NumPy oracle.  Every registered op must have a case.
+"""
+
+import dataclasses
+from typing import Callable
+
+import importlib
+
+AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
+                "random")
+
+
+def areas():
+    """The area modules that exist (each op area's owner adds its own)."""
+    out = []
+    for name in AREA_MODULES:
+        try:
+            out.append(importlib.import_module(f"{__name__}.{name}"))
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    return out
+
+
+@dataclasses.dataclass
+class OpCase:
+    """build() creates the op (in the default graph) and returns the tensors to fetch;
+    feeds maps placeholder names to arrays; expected(feeds) returns NumPy's answer for each
+    fetched tensor (None to check only dtype/shape, e.g. for random ops); rtol/atol compare."""
+
+    build: Callable
+    feeds: dict
+    expected: Callable | None
+    rtol: float = 1e-6
+    atol: float = 1e-6
+
+
+def all_samples() -> dict:
+    merged = {}
+    for module in areas():
+        for name, strategy in module.SAMPLES.items():
+            assert name not in merged, f"two sample tables define {name}"
+            merged[name] = strategy
+    return merged
