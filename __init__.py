@@ -18,6 +18,7 @@ from .ops.array_ops import *  # noqa: F401,F403
 from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
                             placeholder_with_default)
 from .ops.conversion import convert_to_tensor
+from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.matmul_ops import *  # noqa: F401,F403
 from .ops.nn_ops import *  # noqa: F401,F403
@@ -31,9 +32,67 @@ from .ops.variables import (Variable, all_variables, assign, assign_add, assign_
                             is_variable_initialized, local_variables,
                             local_variables_initializer, trainable_variables,
                             variables_initializer)
+from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
+                                 get_variable_scope, variable_scope)
 from .runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from .runtime.session import InteractiveSession, Session, get_default_session
 from . import nn  # noqa: E402
 
 __version__ = "0.1.0"
 newaxis = None
+
+
+def disable_eager_execution():
+    """No-op: flowjit graphs are always built lazily (TF 1.x graph mode)."""
+
+
+def disable_v2_behavior():
+    """No-op: flowjit follows TensorFlow 1.x graph-mode behaviour."""
+
+
+def executing_eagerly() -> bool:
+    """Always False: ops build graph nodes; values come from Session.run."""
+    return False
+
+
+def _namespace(name: str, doc: str, members: dict):
+    """A TensorFlow-style sub-namespace (`tf.math`, `tf.random`, ...) importable by name."""
+    import sys
+    import types
+
+    module = types.ModuleType(f"{__name__}.{name}", doc)
+    module.__dict__.update({k: v for k, v in members.items() if v is not None})
+    sys.modules[module.__name__] = module
+    return module
+
+
+def _pick(*names):
+    g = globals()
+    return {n: g.get(n) for n in names}
+
+
+math = _namespace("math", "TensorFlow's `tf.math` names for flowjit's math ops.", _pick(
+    "add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "mod", "pow",
+    "maximum", "minimum", "negative", "abs", "sign", "square", "sqrt", "rsqrt", "reciprocal",
+    "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "floor",
+    "ceil", "round", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "reduce_sum", "reduce_mean",
+    "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all", "reduce_logsumexp",
+    "argmax", "argmin", "is_nan", "is_inf", "is_finite", "squared_difference", "add_n", "atan2",
+    "count_nonzero", "truncatediv", "truncatemod", "cumsum"))
+math.softplus = getattr(nn, "softplus", None)
+random = _namespace("random", "TensorFlow's `tf.random` names.", {
+    "normal": globals().get("random_normal"), "uniform": globals().get("random_uniform"),
+    "truncated_normal": globals().get("truncated_normal"),
+    "set_random_seed": globals().get("set_random_seed"),
+    "get_seed": globals().get("get_seed")})
+linalg = _namespace("linalg", "TensorFlow's `tf.linalg` names.", _pick("matmul", "transpose"))
+initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.", {
+    "zeros": zeros_initializer, "ones": ones_initializer, "constant": constant_initializer,
+    "random_normal": random_normal_initializer, "random_uniform": random_uniform_initializer,
+    "truncated_normal": truncated_normal_initializer,
+    "glorot_uniform": glorot_uniform_initializer, "glorot_normal": glorot_normal_initializer,
+    "variance_scaling": variance_scaling_initializer})
+compat = _namespace("compat", "`flowjit.compat.v1` is flowjit itself (TF 1.x names).", {})
+compat.v1 = __import__("sys").modules[__name__]
+__import__("sys").modules[f"{__name__}.compat.v1"] = compat.v1

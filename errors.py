@@ -91,7 +91,13 @@ UnavailableError = _make("UnavailableError", Code.UNAVAILABLE, "The service is u
 DataLossError = _make("DataLossError", Code.DATA_LOSS,
                       "Unrecoverable data loss or corruption, e.g. a malformed file.")
 
+# TensorFlow's module-level code constants: `errors.INVALID_ARGUMENT == 3`, ...
+OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS, \
+    PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, \
+    UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS = tuple(Code)
+
 __all__ = [
+    *(c.name for c in Code),
     "Code", "OpError", "describe_op", "CancelledError", "UnknownError", "InvalidArgumentError",
     "DeadlineExceededError", "NotFoundError", "AlreadyExistsError", "PermissionDeniedError",
     "ResourceExhaustedError", "FailedPreconditionError", "AbortedError", "OutOfRangeError",

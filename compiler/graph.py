@@ -442,8 +442,11 @@ class Graph:
             raise ValueError(f"The name {name!r} looks like an Operation name, not a Tensor "
                              "name; Tensor names look like '<op_name>:<output_index>'.")
         op_name, _, index = name.rpartition(":")
+        if not index.isdigit():
+            raise ValueError(f"The name {name!r} looks like a Tensor name, but is not a valid "
+                             "one; Tensor names look like '<op_name>:<output_index>'.")
         op = self.get_operation_by_name(op_name)
-        if not index.isdigit() or int(index) >= len(op.outputs):
+        if int(index) >= len(op.outputs):
             raise KeyError(f"The name '{name}' refers to a Tensor which does not exist: "
                            f"operation '{op_name}' has {len(op.outputs)} outputs.")
         return op.outputs[int(index)]

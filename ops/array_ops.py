@@ -1,4 +1,332 @@
-"""Placeholder: filled in by its owner."""
+"""Array manipulation ops, and the one public face of the array-op modules.
 
-__all__ = []
-OP_DEFS = ()
+Defines here: Reshape, Transpose, ConjugateTranspose, ExpandDims, Squeeze and ReverseV2 (ops
+that rearrange one tensor's elements).  The other array ops live beside this module and are
+re-exported from it, so `OP_DEFS` and `__all__` below cover them all:
+`join_ops` (ConcatV2, Pack, Unpack, Split, SplitV), `fill_ops` (Fill, ZerosLike, OnesLike,
+Range, OneHot and zeros/ones), `pad_ops` (Pad, PadV2, MirrorPad, Tile, BroadcastTo).
+`ops/conversion.py` imports `stack` from here for auto-packing lists that hold tensors.
+
+Shape, axis and permutation arguments are int32/int64 *tensor inputs*, as in TensorFlow: their
+values are read with `static_value` for shape inference when known, and unknown dimensions
+result otherwise.  Errors visible from static values are ValueErrors at construction; the
+same errors found while running are InvalidArgumentErrors naming the shapes and values.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..compiler.shapes import unknown_shape
+from .array_common import (check_rank, describe_dims, index_tensor, normalize_axis,
+                           runtime_error, static_int, static_ints)
+from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
+from .conversion import static_shape_from_tensor
+from .fill_ops import OP_DEFS as _FILL_OP_DEFS
+from .fill_ops import __all__ as _FILL_ALL
+from .fill_ops import (fill, one_hot, ones, ones_like, range, zeros,  # noqa: F401,A004
+                       zeros_like)
+from .join_ops import OP_DEFS as _JOIN_OP_DEFS
+from .join_ops import __all__ as _JOIN_ALL
+from .join_ops import concat, split, stack, unstack  # noqa: F401
+from .pad_ops import OP_DEFS as _PAD_OP_DEFS
+from .pad_ops import __all__ as _PAD_ALL
+from .pad_ops import broadcast_to, pad, tile  # noqa: F401
+from .registry import OpDef
+
+# --- Reshape --------------------------------------------------------------------------------
+
+
+def _check_sizes(sizes, fail):
+    """None if `sizes` is a valid reshape target (sizes >= 0, at most one -1), else an error."""
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    if len(unknown) > 1:
+        return fail(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]} "
+                    f"(requested shape {describe_dims(sizes)})")
+    bad = [s for s in sizes if s < -1]
+    if bad:
+        return fail(f"Size {bad[0]} in requested shape {describe_dims(sizes)} must be "
+                    "non-negative (or -1 once)")
+    return None
+
+
+def resolve_reshape(in_shape, sizes, fail):
+    """The output shape for `sizes` (at most one -1) given a fully known input shape.
+
+    Follows TensorFlow's rule for -1 beside zero-sized dimensions: zero sizes are left out of
+    both products so the other dimensions can still be inferred.  Returns the shape as a
+    list, or the exception `fail(message)` builds (the caller raises it).
+    """
+    error = _check_sizes(sizes, fail)
+    if error is not None:
+        return error
+    n = int(np.prod(in_shape, dtype=np.int64))
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    out = list(sizes)
+    if unknown:
+        sizes_have_zero = 0 in sizes
+        product = int(np.prod([s for s in sizes if s > 0], dtype=np.int64))
+        in_product = int(np.prod([d for d in in_shape if d > 0 or not sizes_have_zero],
+                                 dtype=np.int64))
+        out[unknown[0]] = in_product // product
+        if 0 not in in_shape or not sizes_have_zero:
+            if out[unknown[0]] * product != in_product:
+                return fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with "
+                            f"{n} elements to shape {describe_dims(sizes)}: {n} is not a "
+                            f"multiple of {product}")
+    m = int(np.prod(out, dtype=np.int64))
+    if m != n:
+        return fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with {n} "
+                    f"elements to shape {describe_dims(out)} ({m} elements)")
+    return out
+
+
+def _reshape_infer(op):
+    x, shape = op.inputs
+    check_dtype(shape, INDEX_TYPES, "shape")
+    check_rank(shape, 1, "shape")
+    sizes = static_ints(shape)
+    if sizes is not None:
+        out = (resolve_reshape(x.shape.as_list(), sizes, ValueError)
+               if x.shape.is_fully_defined() else _check_sizes(sizes, ValueError))
+        if isinstance(out, ValueError):
+            raise out
+        if out is not None:
+            return [(x.dtype, out)]
+    return [(x.dtype, static_shape_from_tensor(shape))]
+
+
+def _reshape_kernel(ctx, inputs, attrs):
+    x, shape = inputs
+    sizes = [int(s) for s in shape.reshape(-1)]
+    out = resolve_reshape(list(x.shape), sizes, lambda m: runtime_error(ctx, m))
+    if not isinstance(out, list):
+        raise out
+    return [x.reshape(out)]
+
+
+RESHAPE = OpDef("Reshape", _reshape_infer, _reshape_kernel)
+
+
+def reshape(tensor, shape, name=None):
+    """`tensor`'s elements in a new `shape` (a list, TensorShape or 1-D int tensor; one -1)."""
+    t = to_tensor(tensor)
+    s = index_tensor(shape, "shape", graph=t.graph)
+    return make_op(RESHAPE, [t, s], {}, name or "Reshape").outputs[0]
+
+
+# --- Transpose -----------------------------------------------------------------------------
+
+
+def _transpose_infer(op):
+    x, perm = op.inputs
+    check_dtype(perm, INDEX_TYPES, "perm")
+    check_rank(perm, 1, "perm")
+    rank = x.shape.ndims
+    n = perm.shape.dims[0] if perm.shape.ndims == 1 else None
+    if rank is not None and n is not None and rank != n:
+        raise ValueError(f"Dimension must be {rank} but is {n}: perm has {n} entries for a "
+                         f"tensor of rank {rank}.")
+    rank = rank if rank is not None else n
+    values = static_ints(perm)
+    if values is None or rank is None:
+        return [(x.dtype, unknown_shape(rank))]
+    axes = [normalize_axis(p, rank, "perm entry") for p in values]
+    if sorted(axes) != list(builtins.range(rank)):
+        raise ValueError(f"perm {values} is not a permutation of [0, ..., {rank - 1}].")
+    if x.shape.ndims is None:
+        return [(x.dtype, unknown_shape(rank))]
+    return [(x.dtype, [x.shape.dims[a] for a in axes])]
+
+
+def _make_transpose_kernel(conjugate: bool):
+    def kernel(ctx, inputs, attrs):
+        x, perm = inputs
+        axes = [int(p) for p in perm.reshape(-1)]
+        rank = x.ndim
+        valid = len(axes) == rank and all(-rank <= a < rank for a in axes)
+        if not valid or len({a % rank for a in axes}) != rank:
+            raise runtime_error(ctx, f"transpose expects a permutation of [0, ..., {rank - 1}]"
+                                     f" for input of shape {list(x.shape)}; got perm {axes}")
+        out = np.transpose(x, [a % rank for a in axes])
+        return [np.asarray(np.conj(out)) if conjugate else out]
+
+    return kernel
+
+
+TRANSPOSE = OpDef("Transpose", _transpose_infer, _make_transpose_kernel(False),
+                  default_name="transpose")
+CONJUGATE_TRANSPOSE = OpDef("ConjugateTranspose", _transpose_infer,
+                            _make_transpose_kernel(True), default_name="transpose")
+
+
+def transpose(a, perm=None, name="transpose", conjugate=False):
+    """Permute `a`'s dimensions by `perm` (default: reversed); conjugate complex values too."""
+    from .shape_ops import rank as _rank
+
+    x = to_tensor(a)
+    if perm is None:
+        if x.shape.ndims is not None:
+            perm = list(builtins.range(x.shape.ndims))[::-1]
+        else:
+            perm = reverse_v2(range(_rank(x)), [0])
+    p = index_tensor(perm, "perm", graph=x.graph)
+    op_def = CONJUGATE_TRANSPOSE if conjugate and x.dtype.is_complex else TRANSPOSE
+    return make_op(op_def, [x, p], {}, name or "transpose").outputs[0]
+
+
+# --- ExpandDims / Squeeze -----------------------------------------------------------------
+
+
+def _expand_dims_infer(op):
+    x, dim = op.inputs
+    check_dtype(dim, INDEX_TYPES, "dim")
+    if dim.shape.num_elements() not in (None, 1):
+        raise ValueError(f"'dim' input must be a tensor with a single value, got shape "
+                         f"{dim.shape}.")
+    rank = x.shape.ndims
+    axis = static_int(dim)
+    if rank is None:
+        return [(x.dtype, unknown_shape())]
+    if axis is None:
+        return [(x.dtype, unknown_shape(rank + 1))]
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(f"dim {axis} not in the interval [{-rank - 1}, {rank}] for a tensor "
+                         f"of rank {rank}.")
+    axis = axis % (rank + 1)
+    dims = list(x.shape.dims)
+    return [(x.dtype, dims[:axis] + [1] + dims[axis:])]
+
+
+def _expand_dims_kernel(ctx, inputs, attrs):
+    x, dim = inputs
+    axis = int(dim.reshape(-1)[0]) if dim.size == 1 else None
+    if axis is None or not -x.ndim - 1 <= axis <= x.ndim:
+        raise runtime_error(ctx, f"Tried to expand dim index {axis} for tensor of shape "
+                                 f"{list(x.shape)} (valid: [{-x.ndim - 1}, {x.ndim}])")
+    return [np.expand_dims(x, axis)]
+
+
+EXPAND_DIMS = OpDef("ExpandDims", _expand_dims_infer, _expand_dims_kernel)
+
+
+def expand_dims(input, axis=None, name=None, dim=None):
+    """`input` with a new dimension of size 1 inserted at `axis` (negative counts from end)."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'dim' and 'axis'.")
+        axis = dim
+    if axis is None:
+        raise ValueError("Must specify an axis argument to flowjit.expand_dims()")
+    x = to_tensor(input)
+    d = index_tensor(axis, "dim", graph=x.graph)
+    return make_op(EXPAND_DIMS, [x, d], {}, name or "ExpandDims").outputs[0]
+
+
+def _squeeze_infer(op):
+    x = op.inputs[0]
+    axes = op.get_attr("squeeze_dims")
+    rank = x.shape.ndims
+    if rank is None:
+        return [(x.dtype, unknown_shape())]
+    wanted = {normalize_axis(a, rank, f"squeeze_dims[{i}]") for i, a in enumerate(axes)}
+    out = []
+    for i, d in enumerate(x.shape.dims):
+        if wanted and i in wanted:
+            if d is not None and d != 1:
+                raise ValueError(f"Can not squeeze dim[{i}], expected a dimension of 1, got "
+                                 f"{d}.")
+            continue
+        if not wanted:
+            if d is None:
+                return [(x.dtype, unknown_shape())]  # whether it is 1 is known only at run
+            if d == 1:
+                continue
+        out.append(d)
+    return [(x.dtype, out)]
+
+
+def _squeeze_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    axes = attrs["squeeze_dims"]
+    if not axes:
+        return [x.reshape([d for d in x.shape if d != 1])]
+    rank = x.ndim
+    for a in axes:
+        if not -rank <= a < rank or x.shape[a] != 1:
+            raise runtime_error(ctx, f"Can not squeeze dim[{a}], expected a dimension of 1 "
+                                     f"in input of shape {list(x.shape)}")
+    drop = {a % rank for a in axes}
+    return [x.reshape([d for i, d in enumerate(x.shape) if i not in drop])]
+
+
+SQUEEZE = OpDef("Squeeze", _squeeze_infer, _squeeze_kernel)
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None):
+    """`input` without size-1 dimensions (only those in `axis`, if given; others error)."""
+    if squeeze_dims is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'squeeze_dims' and 'axis'.")
+        axis = squeeze_dims
+    if axis is None:
+        axis = []
+    elif not isinstance(axis, (list, tuple)):
+        axis = [axis]
+    axis = [int(a) for a in axis]
+    x = to_tensor(input)
+    return make_op(SQUEEZE, [x], {"squeeze_dims": tuple(axis)}, name or "Squeeze").outputs[0]
+
+
+# --- ReverseV2 ------------------------------------------------------------------------------
+
+
+def _reverse_infer(op):
+    x, axis = op.inputs
+    check_dtype(axis, INDEX_TYPES, "axis")
+    check_rank(axis, 1, "axis")
+    values = static_ints(axis)
+    rank = x.shape.ndims
+    if values is not None and rank is not None:
+        seen = set()
+        for i, a in enumerate(values):
+            if not -rank <= a < rank:
+                raise ValueError(f"'axis'[{i}] = {a} is out of valid range [{-rank}, {rank}) "
+                                 f"for a tensor of rank {rank}.")
+            if a % rank in seen:
+                raise ValueError(f"axis {a % rank} specified more than once in {values}.")
+            seen.add(a % rank)
+    return [(x.dtype, x.shape)]
+
+
+def _reverse_kernel(ctx, inputs, attrs):
+    x, axis = inputs
+    values = [int(a) for a in axis.reshape(-1)]
+    rank = x.ndim
+    axes = {a % rank for a in values if -rank <= a < rank}
+    if len(axes) != len(values):
+        raise runtime_error(ctx, f"reverse axes {values} must be distinct and in "
+                                 f"[{-rank}, {rank}) for input of shape {list(x.shape)}")
+    return [np.flip(x, tuple(axes)) if axes else x]
+
+
+REVERSE_V2 = OpDef("ReverseV2", _reverse_infer, _reverse_kernel)
+
+
+def reverse_v2(tensor, axis, name=None):
+    """`tensor` with the order of elements reversed along each dimension in `axis` (1-D)."""
+    x = to_tensor(tensor)
+    a = index_tensor(axis, "axis", graph=x.graph)
+    return make_op(REVERSE_V2, [x, a], {}, name or "ReverseV2").outputs[0]
+
+
+reverse = reverse_v2
+
+
+_OWN_OP_DEFS = (RESHAPE, TRANSPOSE, CONJUGATE_TRANSPOSE, EXPAND_DIMS, SQUEEZE, REVERSE_V2)
+OP_DEFS = _OWN_OP_DEFS + _JOIN_OP_DEFS + _FILL_OP_DEFS + _PAD_OP_DEFS
+__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "reverse", "reverse_v2",
+           *_JOIN_ALL, *_FILL_ALL, *_PAD_ALL]
+

@@ -1,4 +1,149 @@
-"""Placeholder: filled in by its owner."""
+"""TensorFlow's elementwise math vocabulary, gathered in one module.
 
-__all__ = []
-OP_DEFS = ()
+The ops live in four files, each owning its OpDefs and functions:
+- `math_unary.py`: Neg, Abs, Sqrt, Exp, Sigmoid, Round, IsNan, ... and Cast;
+- `math_binary.py`: Add, Sub, Mul, RealDiv, FloorDiv, FloorMod, Pow, Maximum, ..., AddN;
+- `math_compare.py`: Equal, Less, ..., LogicalAnd, LogicalOr;
+- this module: SelectV2 and Where (`where`, `where_v2`) and ClipByValue (`clip_by_value`).
+`OP_DEFS` and `__all__` here combine all four, so registration (`ops/__init__.py`), the
+package root and the Tensor operators (`ops/operators.py`) see one `math_ops`.
+
+SelectV2 broadcasts condition, x and y together (TensorFlow 2's `where`, which flowjit's
+`where` uses for the three-argument form); the one-argument form returns the int64
+coordinates of true (non-zero) elements, shape [N, rank].  ClipByValue computes
+max(min(t, clip_value_max), clip_value_min), like TensorFlow 1.x's composite, so a minimum
+above the maximum gives the minimum and NaN stays NaN; the bounds must broadcast to t's
+shape without enlarging it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Tensor
+from ..compiler.shapes import broadcast_shape, unknown_shape
+from ..errors import InvalidArgumentError
+from . import math_binary, math_compare, math_unary
+from .builder import REALS, binary_operands, check_dtype, check_same_dtype, graph_for, make_op
+from .builder import to_tensor
+from .math_binary import *  # noqa: F401,F403 - re-exported TensorFlow names
+from .math_compare import *  # noqa: F401,F403
+from .math_unary import *  # noqa: F401,F403
+from .registry import OpDef, Trait
+
+
+def _op_of(ctx):
+    return ctx.op if ctx is not None else None
+
+
+def _shape_list(a) -> str:
+    return str(list(a.shape))
+
+
+# --- SelectV2 ------------------------------------------------------------------------------
+
+
+def _select_infer(op):
+    cond, t, e = op.inputs
+    check_dtype(cond, (_dtypes.bool_,), "condition")
+    check_same_dtype([t, e], ["t", "e"])
+    return [(t.dtype, broadcast_shape(broadcast_shape(cond.shape, t.shape), e.shape))]
+
+
+def _select_kernel(ctx, inputs, attrs):
+    cond, t, e = inputs
+    try:
+        np.broadcast_shapes(cond.shape, t.shape, e.shape)
+    except ValueError:
+        raise InvalidArgumentError(
+            None, _op_of(ctx), f"condition {_shape_list(cond)}, then {_shape_list(t)}, and "
+                               f"else {_shape_list(e)} must be broadcastable") from None
+    return [np.asarray(np.where(cond, t, e), dtype=t.dtype)]
+
+
+SELECT_V2 = OpDef("SelectV2", _select_infer, _select_kernel, traits={Trait.ELEMENTWISE},
+                  doc="condition ? t : e, broadcasting all three")
+
+# --- Where (coordinates of true elements) --------------------------------------------------
+
+
+def _where_infer(op):
+    x = op.inputs[0]
+    check_dtype(x, (_dtypes.bool_, *_dtypes.NUMERIC_DTYPES), "input")
+    return [(_dtypes.int64, unknown_shape(2) if x.shape.ndims is None
+             else [None, x.shape.ndims])]
+
+
+def _where_kernel(ctx, inputs, attrs):
+    return [np.asarray(np.argwhere(inputs[0]), dtype=np.int64)]
+
+
+WHERE = OpDef("Where", _where_infer, _where_kernel,
+              doc="int64 [N, rank] coordinates of the true (non-zero) elements")
+
+
+def where(condition, x=None, y=None, name: str | None = None) -> Tensor:
+    """Elements of `x` where `condition` is true, else of `y`, all three broadcast together
+    (op SelectV2).  With neither `x` nor `y`, the int64 [N, rank] coordinates of the true
+    elements of `condition`, in row-major order (op Where)."""
+    if x is None and y is None:
+        condition = to_tensor(condition, graph=graph_for((condition,)), name="condition")
+        return make_op(WHERE, [condition], {"T": condition.dtype}, name or "Where").outputs[0]
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    graph = graph_for((condition, x, y))
+    x, y = binary_operands(x, y, "SelectV2", ("t", "e"))
+    condition = to_tensor(condition, dtype=_dtypes.bool_, graph=graph, name="condition")
+    return make_op(SELECT_V2, [condition, x, y], {"T": x.dtype}, name or "SelectV2").outputs[0]
+
+
+where_v2 = where
+
+# --- ClipByValue ---------------------------------------------------------------------------
+
+
+def _clip_infer(op):
+    t, lo, hi = op.inputs
+    check_dtype(t, REALS, "t")
+    check_same_dtype([t, lo, hi], ["t", "clip_value_min", "clip_value_max"])
+    full = broadcast_shape(broadcast_shape(t.shape, lo.shape), hi.shape)
+    if not full.is_compatible_with(t.shape):
+        raise ValueError(f"clip_value_min {lo.shape} and clip_value_max {hi.shape} must "
+                         f"broadcast to t's shape {t.shape}, but together they give {full}.")
+    return [(t.dtype, t.shape.merge_with(full))]
+
+
+def _clip_kernel(ctx, inputs, attrs):
+    t, lo, hi = inputs
+    try:
+        full = np.broadcast_shapes(t.shape, lo.shape, hi.shape)
+    except ValueError:
+        full = None
+    if full != t.shape:
+        raise InvalidArgumentError(
+            None, _op_of(ctx), f"clip_value_min {_shape_list(lo)} and clip_value_max "
+                               f"{_shape_list(hi)} must broadcast to t's shape "
+                               f"{_shape_list(t)}")
+    return [np.asarray(np.maximum(np.minimum(t, hi), lo), dtype=t.dtype)]
+
+
+CLIP_BY_VALUE = OpDef("ClipByValue", _clip_infer, _clip_kernel, traits={Trait.ELEMENTWISE},
+                      doc="max(min(t, clip_value_max), clip_value_min)")
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None) -> Tensor:
+    """`t` with values below `clip_value_min` raised to it and above `clip_value_max`
+    lowered to it.  The bounds take t's dtype (strict typing) and must broadcast to t's
+    shape; NaN stays NaN; if the minimum exceeds the maximum the result is the minimum."""
+    t, lo = binary_operands(t, clip_value_min, "ClipByValue", ("t", "clip_value_min"))
+    t, hi = binary_operands(t, clip_value_max, "ClipByValue", ("t", "clip_value_max"))
+    return make_op(CLIP_BY_VALUE, [t, lo, hi], {"T": t.dtype},
+                   name or "clip_by_value").outputs[0]
+
+
+__all__ = [*math_unary.__all__, *math_binary.__all__, *math_compare.__all__, "where",
+           "where_v2", "clip_by_value"]
+
+OP_DEFS = (*math_unary.OP_DEFS, *math_binary.OP_DEFS, *math_compare.OP_DEFS, SELECT_V2, WHERE,
+           CLIP_BY_VALUE)

@@ -1,4 +1,177 @@
-"""Placeholder: filled in by its owner."""
+"""Matrix products: MatMul (rank 2) and BatchMatMulV2 (batched, broadcasting batch dims).
 
-__all__ = []
-OP_DEFS = ()
+Public function: `matmul` (TensorFlow 1.x signature).  Rank-2 operands make a MatMul op
+(attrs `transpose_a`, `transpose_b`); operands of higher or unknown rank make a
+BatchMatMulV2 op (attrs `adj_x`, `adj_y`: conjugate-transpose of the last two dims) whose
+leading dims broadcast as in NumPy.  For real dtypes adjoint and transpose are the same;
+for complex operands the flag an op lacks is done by a (Conjugate)Transpose op first
+(`adjoint_*` on rank 2, `transpose_*` when batched), where TensorFlow uses Conj.
+Inner-dimension mismatches known while building are a ValueError naming both shapes;
+those found at run time are an InvalidArgumentError.  float16 products accumulate in
+float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Tensor
+from ..compiler.shapes import TensorShape, broadcast_shape, unknown_shape
+from ..errors import InvalidArgumentError
+from .builder import binary_operands, check_dtype, graph_for, make_op
+from .registry import OpDef
+
+__all__ = ["matmul"]
+
+MATMUL_TYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.int32,
+                _dtypes.int64, _dtypes.complex64, _dtypes.complex128)
+
+
+def _check_operands(op):
+    a, b = op.inputs
+    check_dtype(a, MATMUL_TYPES, "a")
+    if b.dtype is not a.dtype:
+        raise TypeError(f"Input 'b' of '{op.op_def.name}' Op has type {b.dtype.name} that "
+                        f"does not match type {a.dtype.name} of argument 'a'.")
+    return a, b
+
+
+def _inner_dims(a_shape, b_shape, ta: bool, tb: bool):
+    """(m, n) of the product of the trailing matrices; ValueError if k differs."""
+    a_dims, b_dims = a_shape.dims[-2:], b_shape.dims[-2:]
+    m, ka = (a_dims[1], a_dims[0]) if ta else (a_dims[0], a_dims[1])
+    kb, n = (b_dims[1], b_dims[0]) if tb else (b_dims[0], b_dims[1])
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb}: matmul needs the "
+                         f"inner dimensions to agree; a has shape {a_shape}"
+                         f"{' (transposed)' if ta else ''} and b has shape {b_shape}"
+                         f"{' (transposed)' if tb else ''}.")
+    return m, n
+
+
+def _matmul_infer(op):
+    a, b = _check_operands(op)
+    for name, t in (("a", a), ("b", b)):
+        if t.shape.ndims is not None and t.shape.ndims != 2:
+            raise ValueError(f"Shape must be rank 2 but is rank {t.shape.ndims} for input "
+                             f"'{name}' of MatMul (shape {t.shape}); use a batched matmul "
+                             "on operands of rank > 2.")
+    a_shape, b_shape = a.shape.with_rank(2), b.shape.with_rank(2)
+    m, n = _inner_dims(a_shape, b_shape, op.get_attr("transpose_a"),
+                       op.get_attr("transpose_b"))
+    return [(a.dtype, TensorShape([m, n]))]
+
+
+def _product(a, b):
+    if a.dtype == np.float16:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+    return np.matmul(a, b)
+
+
+def _size_error(ctx, a, b, what):
+    return InvalidArgumentError(None, ctx.op if ctx else None,
+                                f"Matrix size-incompatible: {what}: In[0]: {list(a.shape)}, "
+                                f"In[1]: {list(b.shape)}")
+
+
+def _matmul_kernel(ctx, inputs, attrs):
+    a, b = inputs
+    a = a.T if attrs["transpose_a"] else a
+    b = b.T if attrs["transpose_b"] else b
+    if a.shape[1] != b.shape[0]:
+        raise _size_error(ctx, inputs[0], inputs[1], "the inner dimensions differ")
+    return [np.asarray(_product(a, b))]
+
+
+MATMUL = OpDef("MatMul", _matmul_infer, _matmul_kernel,
+               doc="Product of two matrices, optionally transposing either.")
+
+
+def _batch_infer(op):
+    a, b = _check_operands(op)
+    for name, t in (("a", a), ("b", b)):
+        if t.shape.ndims is not None and t.shape.ndims < 2:
+            raise ValueError(f"Shape must be at least rank 2 but is rank {t.shape.ndims} for "
+                             f"input '{name}' of BatchMatMulV2 (shape {t.shape}).")
+    if a.shape.ndims is None or b.shape.ndims is None:
+        return [(a.dtype, unknown_shape())]
+    m, n = _inner_dims(a.shape, b.shape, op.get_attr("adj_x"), op.get_attr("adj_y"))
+    try:
+        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"The batch dimensions of a {a.shape} and b {b.shape} do not "
+                         "broadcast.") from None
+    return [(a.dtype, batch.concatenate([m, n]))]
+
+
+def _adjoint(x):
+    x = np.swapaxes(x, -1, -2)
+    return np.conj(x) if x.dtype.kind == "c" else x
+
+
+def _batch_kernel(ctx, inputs, attrs):
+    a, b = inputs
+    a = _adjoint(a) if attrs["adj_x"] else a
+    b = _adjoint(b) if attrs["adj_y"] else b
+    if a.shape[-1] != b.shape[-2]:
+        raise _size_error(ctx, inputs[0], inputs[1], "the inner dimensions differ")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise _size_error(ctx, inputs[0], inputs[1], "the batch dimensions do not "
+                                                     "broadcast") from None
+    return [np.asarray(_product(a, b))]
+
+
+BATCH_MATMUL_V2 = OpDef("BatchMatMulV2", _batch_infer, _batch_kernel,
+                        doc="Batched matrix product; batch dims broadcast.")
+
+
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False,
+           adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
+           b_is_sparse: bool = False, name: str | None = None) -> Tensor:
+    """The matrix product `a @ b` (batched over leading dims when either has rank > 2).
+
+    `transpose_*` transposes and `adjoint_*` conjugate-transposes the last two dims of an
+    operand before multiplying; the `*_is_sparse` hints are accepted and ignored.
+    """
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    graph = graph_for((a, b))
+    with graph.as_default(), graph.name_scope(name or "MatMul") as scope:
+        a, b = binary_operands(a, b, "MatMul", names=("a", "b"))
+        ranks = (a.shape.ndims, b.shape.ndims)
+        batched = any(r is None or r > 2 for r in ranks)
+        if a.dtype.is_complex:
+            a, transpose_a, adjoint_a = _complex_operand(a, transpose_a, adjoint_a, batched)
+            b, transpose_b, adjoint_b = _complex_operand(b, transpose_b, adjoint_b, batched)
+        if batched:
+            attrs = {"adj_x": bool(transpose_a or adjoint_a),
+                     "adj_y": bool(transpose_b or adjoint_b)}
+            return make_op(BATCH_MATMUL_V2, [a, b], attrs, name=scope).outputs[0]
+        attrs = {"transpose_a": bool(transpose_a or adjoint_a),
+                 "transpose_b": bool(transpose_b or adjoint_b)}
+        return make_op(MATMUL, [a, b], attrs, name=scope).outputs[0]
+
+
+def _complex_operand(x: Tensor, transpose: bool, adjoint: bool, batched: bool):
+    """For complex `x`, do what the op's flag cannot: MatMul only transposes and
+    BatchMatMulV2 only adjoints.  Returns (operand, transpose, adjoint) for the op."""
+    from .array_ops import transpose as _transpose
+
+    if not batched and adjoint:
+        return _transpose(x, [1, 0], conjugate=True), False, False
+    if batched and transpose:
+        rank = x.shape.ndims
+        if rank is None:
+            raise ValueError(f"transpose of complex {x.name} of unknown rank: use adjoint_* "
+                             "(conjugate transpose) or give the operand a known rank.")
+        perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+        return _transpose(x, perm), False, False
+    return x, transpose, adjoint
+
+
+OP_DEFS = (MATMUL, BATCH_MATMUL_V2)

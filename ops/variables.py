@@ -133,10 +133,18 @@ def _ref_tensor(ref):
     raise TypeError(f"Expected a Variable, got {ref!r}.")
 
 
+def _value_tensor(value, ref):
+    """A Python/NumPy value converts to the variable's dtype; a tensor of another dtype is left
+    for the op's inference to reject, so the TypeError names the op and the user's line."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_tensor"):
+        return to_tensor(value, graph=ref.graph)
+    return to_tensor(value, dtype=ref.dtype, graph=ref.graph)
+
+
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """Set variable `ref` to `value`; returns a tensor holding the new value."""
     ref = _ref_tensor(ref)
-    value = to_tensor(value, dtype=ref.dtype, graph=ref.graph)
+    value = _value_tensor(value, ref)
     return make_op(ASSIGN, [ref, value],
                    {"validate_shape": True if validate_shape is None else bool(validate_shape),
                     "use_locking": bool(use_locking)}, name or "Assign").outputs[0]
@@ -145,7 +153,7 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
 def assign_add(ref, value, use_locking=None, name=None):
     """Add `value` to variable `ref`; returns a tensor holding the new value."""
     ref = _ref_tensor(ref)
-    value = to_tensor(value, dtype=ref.dtype, graph=ref.graph)
+    value = _value_tensor(value, ref)
     return make_op(ASSIGN_ADD, [ref, value], {"use_locking": bool(use_locking)},
                    name or "AssignAdd").outputs[0]
 
@@ -153,7 +161,7 @@ def assign_add(ref, value, use_locking=None, name=None):
 def assign_sub(ref, value, use_locking=None, name=None):
     """Subtract `value` from variable `ref`; returns a tensor holding the new value."""
     ref = _ref_tensor(ref)
-    value = to_tensor(value, dtype=ref.dtype, graph=ref.graph)
+    value = _value_tensor(value, ref)
     return make_op(ASSIGN_SUB, [ref, value], {"use_locking": bool(use_locking)},
                    name or "AssignSub").outputs[0]
 

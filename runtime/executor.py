@@ -154,6 +154,8 @@ def execute(plan: Plan, values: dict, state, pool=None, timeout_s=None, trace=No
         _execute_serial(plan, values, state, deadline, trace)
     else:
         _execute_parallel(plan, values, state, pool, deadline, trace)
+    if deadline is not None and time.monotonic() > deadline:
+        raise _deadline_error(deadline)  # the last op itself outlived the deadline
     return values
 
 

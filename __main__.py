@@ -1,0 +1,110 @@
+"""The `flowjit` command line (`python -m flowjit ...` or the `flowjit` script).
+
+Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
+`ops` (the registered op types and their traits, generated from the registry) and `bench`
+(the session-overhead benchmark, run in a child process so thread-count environment
+variables take effect before NumPy is imported).  Each subcommand is an argparse
+sub-parser whose handler is attached with `set_defaults(handler=...)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                   "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(steps=args.steps, seed=args.seed)
+    return 0
+
+
+def _cmd_version(args) -> int:
+    import numpy
+
+    from . import __version__
+
+    print(f"flowjit {__version__}")
+    print(f"python {platform.python_version()}, numpy {numpy.__version__}")
+    return 0
+
+
+def op_table(markdown: bool = False) -> list:
+    """Lines describing every registered op type and its traits, sorted by name."""
+    from .ops import registry
+
+    defs = registry.all_op_defs()
+    if markdown:
+        lines = ["| Op type | Traits |", "|---|---|"]
+        lines += [f"| `{d.name}` | {', '.join(sorted(t.name for t in d.traits)) or '-'} |"
+                  for d in defs]
+        return lines + ["", f"{len(defs)} op types."]
+    width = max((len(d.name) for d in defs), default=0)
+    lines = [f"{d.name:<{width}}  {', '.join(sorted(t.name for t in d.traits))}".rstrip()
+             for d in defs]
+    return lines + [f"({len(defs)} op types)"]
+
+
+def _cmd_ops(args) -> int:
+    for line in op_table(markdown=args.markdown):
+        print(line)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    env = dict(os.environ)
+    for var in THREAD_ENV_VARS:
+        env[var] = str(args.threads)
+    cmd = [sys.executable, "-m", "flowjit.benchmarks.session_overhead",
+           "--repeats", str(args.repeats), "--target-seconds", str(args.target_seconds)]
+    return subprocess.call(cmd, env=env)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="python -m flowjit",
+        description="flowjit: TensorFlow 1.x-style dataflow graphs for Python.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run a small TF1-style program and print its results")
+    demo.add_argument("--steps", type=int, default=100, help="gradient-descent steps (100)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the demo's NumPy inputs")
+    demo.set_defaults(handler=_cmd_demo)
+
+    version = sub.add_parser("version", help="print flowjit's version")
+    version.set_defaults(handler=_cmd_version)
+
+    ops = sub.add_parser("ops", help="list the registered op types and their traits")
+    ops.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ops.set_defaults(handler=_cmd_ops)
+
+    bench = sub.add_parser("bench", help="time Session.run of small graphs against NumPy")
+    bench.add_argument("--threads", type=int, default=1,
+                       help="threads for NumPy/BLAS/numba, set before import (1)")
+    bench.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (7)")
+    bench.add_argument("--target-seconds", type=float, default=0.1,
+                       help="calibrated duration of one timed batch (0.1)")
+    bench.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point: parse `argv` (default sys.argv[1:]) and run the subcommand."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return 2
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Activations, BiasAdd and softmax: the non-loss half of `flowjit.nn` (see nn_ops.py).
+
+Ops: Relu, Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu (elementwise activations, made
+from one table), BiasAdd, Softmax and LogSoftmax.  Public functions keep TensorFlow 1.x's
+`tf.nn` signatures; `xw_plus_b` and softmax over a non-last axis are compositions of other
+ops (MatMul + BiasAdd; Transpose around Softmax), as in TensorFlow.
+
+Numerics: softmax and log-softmax shift by the row maximum; softplus is log(1 + e^x)
+without overflow; float16 inputs are computed in float32 and rounded back.  BiasAdd is not
+marked ELEMENTWISE: its NCHW form does not broadcast the NumPy way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Tensor
+from ..compiler.shapes import TensorShape
+from ..errors import InvalidArgumentError
+from .builder import (FLOATS, NUMERIC, REALS, binary_operands, check_dtype,
+                      graph_for, make_op, to_tensor)
+from .conversion import static_value
+from .registry import OpDef, Trait
+
+__all__ = ["relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "bias_add",
+           "xw_plus_b", "softmax", "log_softmax"]
+
+
+def _compute_dtype(x: np.ndarray):
+    """float16 is computed in float32 (then rounded back), like TensorFlow's CPU kernels."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+# --- elementwise activations ----------------------------------------------------------------
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _relu(x, attrs):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _relu6(x, attrs):
+    return np.clip(x, x.dtype.type(0), x.dtype.type(6))
+
+
+def _elu(x, attrs):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def _selu(x, attrs):
+    return _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0)))
+
+
+def _softplus(x, attrs):
+    return np.logaddexp(x.dtype.type(0), x)
+
+
+def _softsign(x, attrs):
+    return x / (1 + np.abs(x))
+
+
+def _leaky_relu(x, attrs):
+    return np.where(x > 0, x, x * attrs["alpha"])
+
+
+def _activation_infer(allowed):
+    def infer(op):
+        x = op.inputs[0]
+        check_dtype(x, allowed, "features")
+        return [(x.dtype, x.shape)]
+
+    return infer
+
+
+def _activation_kernel(fn):
+    def kernel(ctx, inputs, attrs):
+        x = inputs[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = fn(_compute_dtype(x), attrs)
+        return [np.asarray(y).astype(x.dtype, copy=False)]
+
+    return kernel
+
+
+# (op type, allowed dtypes, kernel body)
+_ACTIVATIONS = (
+    ("Relu", REALS, _relu),
+    ("Relu6", REALS, _relu6),
+    ("Elu", FLOATS, _elu),
+    ("Selu", FLOATS, _selu),
+    ("Softplus", FLOATS, _softplus),
+    ("Softsign", FLOATS, _softsign),
+    ("LeakyRelu", FLOATS, _leaky_relu),
+)
+
+RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU = (
+    OpDef(name, _activation_infer(allowed), _activation_kernel(fn),
+          traits={Trait.ELEMENTWISE}, doc=f"The {name} activation, elementwise.")
+    for name, allowed, fn in _ACTIVATIONS)
+
+
+def _activation(op_def, features, name, attrs=None) -> Tensor:
+    graph = graph_for((features,))
+    with graph.as_default(), graph.name_scope(name or op_def.default_name) as scope:
+        x = to_tensor(features, name="features")
+        return make_op(op_def, [x], attrs or {}, name=scope).outputs[0]
+
+
+def relu(features, name=None) -> Tensor:
+    """max(features, 0)."""
+    return _activation(RELU, features, name)
+
+
+def relu6(features, name=None) -> Tensor:
+    """min(max(features, 0), 6)."""
+    return _activation(RELU6, features, name)
+
+
+def elu(features, name=None) -> Tensor:
+    """features if > 0, else exp(features) - 1."""
+    return _activation(ELU, features, name)
+
+
+def selu(features, name=None) -> Tensor:
+    """The scaled ELU: scale * (x if x > 0 else alpha * (exp(x) - 1))."""
+    return _activation(SELU, features, name)
+
+
+def softplus(features, name=None) -> Tensor:
+    """log(exp(features) + 1), without overflow for large |features|."""
+    return _activation(SOFTPLUS, features, name)
+
+
+def softsign(features, name=None) -> Tensor:
+    """features / (abs(features) + 1)."""
+    return _activation(SOFTSIGN, features, name)
+
+
+def leaky_relu(features, alpha: float = 0.2, name=None) -> Tensor:
+    """features if > 0, else alpha * features; integer inputs are cast to float32 first."""
+    graph = graph_for((features,))
+    with graph.as_default(), graph.name_scope(name or "LeakyRelu") as scope:
+        x = to_tensor(features, name="features")
+        if x.dtype.is_integer:
+            from .math_ops import cast
+
+            x = cast(x, _dtypes.float32)
+        return make_op(LEAKY_RELU, [x], {"alpha": float(alpha)}, name=scope).outputs[0]
+
+
+# --- BiasAdd ----------------------------------------------------------------------------------
+
+
+def _bias_infer(op):
+    value, bias = op.inputs
+    check_dtype(value, NUMERIC, "value")
+    if bias.dtype is not value.dtype:
+        raise TypeError(f"Input 'bias' of 'BiasAdd' Op has type {bias.dtype.name} that does "
+                        f"not match type {value.dtype.name} of argument 'value'.")
+    channels_first = op.get_attr("data_format") == "NCHW"
+    min_rank = 3 if channels_first else 2
+    rank = value.shape.ndims
+    if rank is not None and rank < min_rank:
+        raise ValueError(f"Shape must be at least rank {min_rank} but is rank {rank}: "
+                         f"BiasAdd with data_format {op.get_attr('data_format')} needs a "
+                         f"value of rank >= {min_rank}, got shape {value.shape}.")
+    if bias.shape.ndims is not None and bias.shape.ndims != 1:
+        raise ValueError(f"Shape must be rank 1 but is rank {bias.shape.ndims}: the bias must "
+                         f"be a vector, got shape {bias.shape}.")
+    if rank is None:
+        return [(value.dtype, value.shape)]
+    axis = 1 if channels_first else rank - 1
+    channels, count = value.shape.dims[axis], bias.shape[0].value
+    if channels is not None and count is not None and channels != count:
+        raise ValueError(f"Dimensions must be equal, but are {channels} and {count}: the bias "
+                         f"has {count} elements but the channel dimension ({axis}) of value "
+                         f"{value.shape} has {channels}.")
+    dims = list(value.shape.dims)
+    dims[axis] = channels if channels is not None else count
+    return [(value.dtype, TensorShape(dims))]
+
+
+def _bias_kernel(ctx, inputs, attrs):
+    value, bias = inputs
+    axis = 1 if attrs["data_format"] == "NCHW" else value.ndim - 1
+    if value.shape[axis] != bias.shape[0]:
+        raise InvalidArgumentError(None, ctx.op if ctx else None,
+                                   f"Must provide as many biases as the channel dimension of "
+                                   f"the input tensor: bias {list(bias.shape)} vs. "
+                                   f"{value.shape[axis]} in {list(value.shape)}")
+    shaped = bias.reshape((-1,) + (1,) * (value.ndim - axis - 1))
+    return [np.asarray(value + shaped).astype(value.dtype, copy=False)]
+
+
+BIAS_ADD = OpDef("BiasAdd", _bias_infer, _bias_kernel,
+                 doc="value + bias along the channel dimension (last, or 1 for NCHW).")
+
+
+def bias_add(value, bias, data_format: str | None = None, name=None) -> Tensor:
+    """Add the vector `bias` along the channel dim of `value` (last, or dim 1 for "NC...")."""
+    if data_format is None:
+        data_format = "NHWC"
+    if not isinstance(data_format, str) or not data_format.startswith("N"):
+        raise ValueError(f"data_format must be 'NHWC' or 'NCHW' (or N...C / NC...), got "
+                         f"{data_format!r}.")
+    data_format = "NCHW" if data_format.startswith("NC") else "NHWC"
+    graph = graph_for((value, bias))
+    with graph.as_default(), graph.name_scope(name or "BiasAdd") as scope:
+        value, bias = binary_operands(value, bias, "BiasAdd", names=("value", "bias"))
+        return make_op(BIAS_ADD, [value, bias], {"data_format": data_format},
+                       name=scope).outputs[0]
+
+
+def xw_plus_b(x, weights, biases, name=None) -> Tensor:
+    """matmul(x, weights) + biases (a composition of MatMul and BiasAdd)."""
+    from .matmul_ops import matmul
+
+    graph = graph_for((x, weights, biases))
+    with graph.as_default(), graph.name_scope(name or "xw_plus_b") as scope:
+        return bias_add(matmul(x, weights), biases, name=scope)
+
+
+# --- Softmax / LogSoftmax -------------------------------------------------------------------
+
+
+def _last_axis_infer(param):
+    def infer(op):
+        x = op.inputs[0]
+        check_dtype(x, FLOATS, param)
+        if x.shape.ndims == 0:
+            raise ValueError(f"Shape must be at least rank 1 but is rank 0: {op.type} needs "
+                             f"{param} with at least one dimension.")
+        return [(x.dtype, x.shape)]
+
+    return infer
+
+
+def _shifted(x):
+    """x minus its max over the last axis, and log(sum(exp(.))) of that (both keepdims)."""
+    top = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        shifted = x - top
+        return shifted, np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
+def _softmax_kernel(ctx, inputs, attrs):
+    x = _compute_dtype(inputs[0])
+    shifted, log_total = _shifted(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = np.exp(shifted - log_total)
+    return [y.astype(inputs[0].dtype, copy=False)]
+
+
+def _log_softmax_kernel(ctx, inputs, attrs):
+    x = _compute_dtype(inputs[0])
+    shifted, log_total = _shifted(x)
+    with np.errstate(invalid="ignore"):
+        y = shifted - log_total
+    return [y.astype(inputs[0].dtype, copy=False)]
+
+
+SOFTMAX = OpDef("Softmax", _last_axis_infer("logits"), _softmax_kernel,
+                doc="exp(x) / sum(exp(x)) over the last axis.")
+LOG_SOFTMAX = OpDef("LogSoftmax", _last_axis_infer("logits"), _log_softmax_kernel,
+                    doc="x - log(sum(exp(x))) over the last axis.")
+
+
+def _static_axis(axis, what="axis") -> int:
+    if isinstance(axis, Tensor):
+        value = static_value(axis)
+        if value is None or value.size != 1:
+            raise ValueError(f"{what} must be known while building the graph.")
+        return int(value.reshape(()))
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{what} must be an int, got {axis!r}.")
+    return int(axis)
+
+
+def _swap_with_last(x: Tensor, axis: int):
+    """(transposed x, perm) so `axis` becomes the last dim; perm is its own inverse."""
+    from .array_ops import transpose
+
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError(f"An axis other than -1 needs a known rank; {x.name} has unknown "
+                         "rank.")
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for {x.name} of rank {rank}.")
+    axis %= rank
+    if axis == rank - 1:
+        return x, None
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    return transpose(x, perm), perm
+
+
+def _softmax_like(op_def, logits, axis, name, dim) -> Tensor:
+    axis = -1 if axis is None and dim is None else _deprecated_axis(axis, dim)
+    axis = _static_axis(axis)
+    graph = graph_for((logits,))
+    with graph.as_default(), graph.name_scope(name or op_def.default_name) as scope:
+        x = to_tensor(logits, name="logits")
+        if axis == -1:
+            return make_op(op_def, [x], {}, name=scope).outputs[0]
+        x, perm = _swap_with_last(x, axis)
+        y = make_op(op_def, [x], {}).outputs[0]
+        if perm is None:
+            return y
+        from .array_ops import transpose
+
+        return transpose(y, perm)
+
+
+def _deprecated_axis(axis, dim):
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'.")
+    return axis if axis is not None else dim
+
+
+def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
+    """exp(logits) / sum(exp(logits)) along `axis` (default -1), numerically stable."""
+    return _softmax_like(SOFTMAX, logits, axis, name, dim)
+
+
+def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
+    """logits - log(sum(exp(logits))) along `axis` (default -1), numerically stable."""
+    return _softmax_like(LOG_SOFTMAX, logits, axis, name, dim)
+
+
+
+OP_DEFS = (RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU, BIAS_ADD, SOFTMAX,
+           LOG_SOFTMAX)

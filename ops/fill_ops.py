@@ -1,0 +1,340 @@
+"""Tensors made from a shape and a value: Fill, ZerosLike, OnesLike, Range and OneHot.
+
+Public functions (re-exported by `array_ops`): `fill`, `zeros`, `ones`, `zeros_like`,
+`ones_like`, `range` (exported under TensorFlow's name; this module uses `builtins.range`
+for Python's), `one_hot`.  As in TensorFlow 1.x, `zeros`/`ones` of a small static shape and
+`zeros_like`/`ones_like` of a fully known shape produce a Const; other shapes produce a Fill
+(or ZerosLike/OnesLike when the dtype is unchanged).  `range` infers int32 when every
+argument is an int and float32 otherwise, widening along int32 < int64 < float32 < float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Tensor, name_scope
+from ..compiler.shapes import unknown_shape
+from .array_common import (_plain_shape_value, check_rank, index_tensor, runtime_error,
+                           static_int, static_ints)
+from .basic_ops import constant_from_array
+from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
+from .conversion import constant_array, static_shape_from_tensor, static_value
+from .registry import OpDef
+
+_SMALL_CONSTANT = 1000  # elements: zeros/ones below this size become a Const, as in TF
+
+# --- Fill ----------------------------------------------------------------------------------
+
+
+def _check_dims(values, fail):
+    if any(v < 0 for v in values):
+        return fail(f"Fill dims must be non-negative, got {values}")
+    return None
+
+
+def _fill_infer(op):
+    dims, value = op.inputs
+    check_dtype(dims, INDEX_TYPES, "dims")
+    check_rank(dims, 1, "dims")
+    check_rank(value, 0, "value")
+    known = static_ints(dims)
+    if known is not None:
+        error = _check_dims(known, ValueError)
+        if error is not None:
+            raise error
+        return [(value.dtype, known)]
+    return [(value.dtype, static_shape_from_tensor(dims))]
+
+
+def _fill_kernel(ctx, inputs, attrs):
+    dims, value = inputs
+    shape = [int(d) for d in dims.reshape(-1)]
+    error = _check_dims(shape, lambda m: runtime_error(ctx, m))
+    if error is not None:
+        raise error
+    if value.ndim != 0:
+        raise runtime_error(ctx, f"Fill value must be a scalar, got shape {list(value.shape)}")
+    return [np.broadcast_to(value, shape).copy()]
+
+
+FILL = OpDef("Fill", _fill_infer, _fill_kernel)
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` (1-D int tensor or list) with every element equal to `value`."""
+    v = to_tensor(value)
+    d = index_tensor(dims, "dims", graph=v.graph)
+    return make_op(FILL, [d, v], {}, name or "Fill").outputs[0]
+
+
+def _scalar_of(dtype, one: bool) -> np.ndarray:
+    """0 or 1 (False/True, b'') as a 0-d array of `dtype`; TypeError where none exists."""
+    if dtype is _dtypes.string:
+        if one:
+            raise TypeError("Expected string, but got 1 of type 'int': flowjit.ones has no "
+                            "string value.")
+        return np.array(b"", dtype=object)
+    return constant_array(bool(one) if dtype.is_bool else int(one), dtype)
+
+
+def _static_shape_list(shape):
+    """`shape` as a list of ints when it is a Python/NumPy shape, else None."""
+    try:
+        plain = _plain_shape_value(shape)
+    except ValueError:
+        return None
+    if isinstance(plain, Tensor) or hasattr(plain, "_as_graph_tensor"):
+        return None
+    arr = np.asarray(plain, dtype=object)
+    if arr.ndim > 1 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                               for v in arr.reshape(-1)):
+        return None
+    return [int(v) for v in arr.reshape(-1)]
+
+
+def _filled(shape, dtype, one: bool, name, default_name):
+    dtype = _dtypes.as_dtype(dtype)
+    value = _scalar_of(dtype, one)
+    dims = _static_shape_list(shape)
+    if dims is not None and all(d >= 0 for d in dims) and math.prod(dims) < _SMALL_CONSTANT:
+        with name_scope(name, default_name) as scope:
+            return constant_from_array(np.broadcast_to(value, dims), name=scope)
+    with name_scope(name, default_name, [shape]) as scope:
+        shape_t = index_tensor(shape, "shape")
+        if shape_t.shape.ndims == 0:
+            from .array_ops import reshape
+
+            shape_t = reshape(shape_t, [-1])
+        return make_op(FILL, [shape_t, constant_from_array(value)], {}, scope).outputs[0]
+
+
+def zeros(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of `shape` and `dtype` with every element zero (False, b'')."""
+    return _filled(shape, dtype, False, name, "zeros")
+
+
+def ones(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of `shape` and `dtype` with every element one (True)."""
+    return _filled(shape, dtype, True, name, "ones")
+
+
+# --- ZerosLike / OnesLike --------------------------------------------------------------------
+
+
+def _zeros_like_infer(op):
+    x = op.inputs[0]
+    return [(x.dtype, x.shape)]
+
+
+def _ones_like_infer(op):
+    x = op.inputs[0]
+    if x.dtype is _dtypes.string:
+        raise TypeError("OnesLike is not defined for string tensors.")
+    return [(x.dtype, x.shape)]
+
+
+def _zeros_like_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    if x.dtype == object:
+        return [np.full(x.shape, b"", dtype=object)]
+    return [np.zeros(x.shape, dtype=x.dtype)]
+
+
+def _ones_like_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    return [np.ones(x.shape, dtype=x.dtype)]
+
+
+ZEROS_LIKE = OpDef("ZerosLike", _zeros_like_infer, _zeros_like_kernel)
+ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel)
+
+
+def _filled_like(tensor, dtype, optimize, one: bool, name, default_name, op_def):
+    from .shape_ops import shape as _shape
+
+    with name_scope(name, default_name, [tensor]) as scope:
+        x = to_tensor(tensor, name="tensor")
+        dtype = _dtypes.as_dtype(dtype) if dtype is not None else x.dtype
+        if optimize and x.shape.is_fully_defined():
+            return _filled(x.shape.as_list(), dtype, one, scope, default_name)
+        if dtype is not x.dtype:
+            out = _filled(_shape(x), dtype, one, scope, default_name)
+            out.set_shape(x.shape)
+            return out
+        return make_op(op_def, [x], {}, scope).outputs[0]
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize=True):
+    """Zeros with the shape of `tensor` (and its dtype unless `dtype` is given)."""
+    return _filled_like(tensor, dtype, optimize, False, name, "zeros_like", ZEROS_LIKE)
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True):
+    """Ones with the shape of `tensor` (and its dtype unless `dtype` is given)."""
+    return _filled_like(tensor, dtype, optimize, True, name, "ones_like", ONES_LIKE)
+
+
+# --- Range ---------------------------------------------------------------------------------
+
+_RANGE_TYPES = (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64)
+
+
+def range_size(start, limit, delta, fail):
+    """The number of elements of range(start, limit, delta) (NumPy scalars of one dtype)."""
+    if delta == 0:
+        return fail(f"Requires delta != 0 (start {start}, limit {limit})")
+    if delta > 0 and start > limit:
+        return fail(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        return fail(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if np.asarray(start).dtype.kind in "iu":
+        span, step = abs(int(limit) - int(start)), abs(int(delta))
+        return (span + step - 1) // step
+    return int(np.ceil(np.abs((limit - start) / delta)))
+
+
+def _range_infer(op):
+    start, limit, delta = op.inputs
+    check_same_dtype(op.inputs, ("start", "limit", "delta"))
+    check_dtype(start, _RANGE_TYPES, "Tidx")
+    for t, param in zip(op.inputs, ("start", "limit", "delta")):
+        check_rank(t, 0, param)
+    values = [static_value(t) for t in op.inputs]
+    if any(v is None for v in values):
+        return [(start.dtype, [None])]
+    size = range_size(*(v.reshape(())[()] for v in values), ValueError)
+    if isinstance(size, ValueError):
+        raise size
+    return [(start.dtype, [size])]
+
+
+def _range_kernel(ctx, inputs, attrs):
+    start, limit, delta = (v.reshape(())[()] for v in inputs)
+    size = range_size(start, limit, delta, lambda m: runtime_error(ctx, m))
+    if not isinstance(size, int):
+        raise size
+    dtype = inputs[0].dtype
+    return [(start + np.arange(size, dtype=dtype) * delta).astype(dtype, copy=False)]
+
+
+RANGE = OpDef("Range", _range_infer, _range_kernel, default_name="range")
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """The sequence start, start + delta, ... up to (not including) `limit` (TF's tf.range).
+
+    With one argument it is the limit and start is 0.  Without `dtype`, the widest argument
+    type along int32 < int64 < float32 < float64 wins (Python ints are int32, floats float32).
+    """
+    if limit is None:
+        start, limit = 0, start
+    args = {"start": start, "limit": limit, "delta": delta}
+    with name_scope(name, "Range", list(args.values())) as scope:
+        def default_type(v):
+            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
+                return to_tensor(v).dtype
+            return _dtypes.as_dtype(constant_array(v).dtype)
+
+        if dtype is None:
+            kinds = [default_type(v) for v in args.values()]
+            for k in kinds:
+                if k not in _RANGE_TYPES:
+                    raise TypeError(f"range arguments must be int32, int64, float32 or "
+                                    f"float64; got {k.name}.")
+            dtype = max(kinds, key=_RANGE_TYPES.index)
+        dtype = _dtypes.as_dtype(dtype)
+        tensors = []
+        for param, v in args.items():
+            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
+                t = to_tensor(v)
+                if t.dtype is not dtype:
+                    from .math_ops import cast
+
+                    t = cast(t, dtype)
+            else:
+                t = to_tensor(v, dtype=dtype, name=param)
+            tensors.append(t)
+        return make_op(RANGE, tensors, {}, scope).outputs[0]
+
+
+# --- OneHot --------------------------------------------------------------------------------
+
+_ONE_HOT_INDEX_TYPES = (_dtypes.uint8, _dtypes.int8, _dtypes.int32, _dtypes.int64)
+
+
+def _one_hot_infer(op):
+    indices, depth, on_value, off_value = op.inputs
+    check_dtype(indices, _ONE_HOT_INDEX_TYPES, "indices")
+    check_dtype(depth, (_dtypes.int32,), "depth")
+    check_same_dtype([on_value, off_value], ("on_value", "off_value"))
+    for t, param in ((depth, "depth"), (on_value, "on_value"), (off_value, "off_value")):
+        check_rank(t, 0, param)
+    axis = op.get_attr("axis")
+    n = static_int(depth)
+    if n is not None and n < 0:
+        raise ValueError(f"depth must be non-negative, got {n}.")
+    rank = indices.shape.ndims
+    if axis < -1 or (rank is not None and axis > rank):
+        raise ValueError(f"axis must be -1 or in [0, {rank}] for indices of rank {rank}; got "
+                         f"{axis}.")
+    if rank is None:
+        return [(on_value.dtype, unknown_shape())]
+    dims = list(indices.shape.dims)
+    at = rank if axis == -1 else axis
+    return [(on_value.dtype, dims[:at] + [n] + dims[at:])]
+
+
+def _one_hot_kernel(ctx, inputs, attrs):
+    indices, depth, on_value, off_value = inputs
+    depth = int(depth)
+    if depth < 0:
+        raise runtime_error(ctx, f"OneHot depth must be non-negative, got {depth}")
+    axis = attrs["axis"]
+    at = indices.ndim if axis == -1 else axis
+    classes_shape = [1] * (indices.ndim + 1)
+    classes_shape[at] = depth
+    classes = np.arange(depth, dtype=np.int64).reshape(classes_shape)
+    hot = np.expand_dims(indices.astype(np.int64), at) == classes  # out of range: all off
+    out = np.where(hot, on_value, off_value)
+    return [out.astype(on_value.dtype, copy=False)]
+
+
+ONE_HOT = OpDef("OneHot", _one_hot_infer, _one_hot_kernel, default_name="one_hot")
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """One-hot vectors of length `depth` for `indices`, inserted at `axis` (default last).
+
+    Entries equal `on_value` (default 1) where the class matches and `off_value` (default 0)
+    elsewhere; indices outside [0, depth) give all-off vectors.  The dtype is `dtype`, else
+    that of on_value/off_value, else float32.
+    """
+    with name_scope(name, "one_hot", [indices, depth, on_value, off_value]) as scope:
+        idx = to_tensor(indices, name="indices")
+        want = _dtypes.as_dtype(dtype) if dtype is not None else None
+        given = {}
+        for param, v in (("on_value", on_value), ("off_value", off_value)):
+            if v is not None:
+                given[param] = to_tensor(v, name=param, preferred_dtype=want)
+                if want is not None and given[param].dtype is not want:
+                    raise TypeError(f"dtype {given[param].dtype.name} of {param} does not "
+                                    f"match dtype parameter {want.name}.")
+        if want is None:
+            want = next(iter(given.values())).dtype if given else _dtypes.float32
+        on = given.get("on_value")
+        off = given.get("off_value")
+        on = on if on is not None else to_tensor(1, dtype=want, name="on_value")
+        off = off if off is not None else to_tensor(0, dtype=want, name="off_value")
+        if on.dtype is not off.dtype:
+            raise TypeError(f"dtype {on.dtype.name} of on_value does not match dtype "
+                            f"{off.dtype.name} of off_value.")
+        d = to_tensor(depth, dtype=_dtypes.int32, name="depth")
+        attrs = {"axis": -1 if axis is None else int(axis)}
+        return make_op(ONE_HOT, [idx, d, on, off], attrs, scope).outputs[0]
+
+
+OP_DEFS = (FILL, ZEROS_LIKE, ONES_LIKE, RANGE, ONE_HOT)
+__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "one_hot"]

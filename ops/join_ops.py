@@ -1,0 +1,326 @@
+"""Joining and splitting tensors: ConcatV2, Pack, Unpack, Split and SplitV.
+
+Public functions (re-exported by `array_ops`): `concat`, `stack`, `unstack`, `split`.
+Invariants: every input of a join has one dtype (TypeError naming them otherwise); the
+number of outputs of Unpack/Split/SplitV is fixed when the op is built (attr `num` /
+`num_split`), so a dimension whose size is unknown needs an explicit `num`.  Following
+TensorFlow 1.x, `concat` of a single value is an Identity and `stack` of Python constants
+along axis 0 is a Const.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiler.graph import Tensor
+from ..compiler.shapes import Dimension, unknown_shape
+from .array_common import (check_rank, convert_list, index_tensor, normalize_axis,
+                           runtime_error, static_int, static_ints)
+from .basic_ops import identity
+from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
+from .conversion import convert_to_tensor
+from .registry import OpDef
+
+# --- ConcatV2 ---------------------------------------------------------------------------------
+
+
+def _merge_dims(a, b, where):
+    if a is not None and b is not None and a != b:
+        raise ValueError(f"Dimension {where} in both shapes must be equal, but are {a} and {b}.")
+    return a if a is not None else b
+
+
+def _concat_infer(op):
+    *values, axis_t = op.inputs
+    check_dtype(axis_t, INDEX_TYPES, "axis")
+    check_rank(axis_t, 0, "axis")
+    dtype = values[0].dtype
+    rank = next((v.shape.ndims for v in values if v.shape.ndims is not None), None)
+    if rank is None:
+        return [(dtype, unknown_shape())]
+    for i, v in enumerate(values):
+        if v.shape.ndims is not None and v.shape.ndims != rank:
+            raise ValueError(f"Shape must be rank {rank} but is rank {v.shape.ndims}: "
+                             f"values[{i}] has shape {v.shape}.")
+    if rank == 0:
+        raise ValueError("Can't concatenate scalars (use flowjit.stack instead).")
+    axis = static_int(axis_t)
+    if axis is None:
+        return [(dtype, unknown_shape(rank))]
+    axis = normalize_axis(axis, rank)
+    out = [None] * rank
+    total = 0
+    for v in values:
+        if v.shape.ndims is None:
+            total = None
+            continue
+        for d, size in enumerate(v.shape.dims):
+            if d == axis:
+                total = None if total is None or size is None else total + size
+            else:
+                out[d] = _merge_dims(out[d], size, d)
+    out[axis] = total
+    return [(dtype, out)]
+
+
+def _concat_kernel(ctx, inputs, attrs):
+    *values, axis = inputs
+    axis = int(axis)
+    rank = values[0].ndim
+    shapes = [list(v.shape) for v in values]
+    if not -rank <= axis < rank or rank == 0:
+        raise runtime_error(ctx, f"ConcatOp: expected concat axis in [{-rank}, {rank}), got "
+                                 f"{axis}; input shapes {shapes}")
+    axis %= rank
+    for i, s in enumerate(shapes):
+        if len(s) != rank or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
+            raise runtime_error(ctx, f"ConcatOp: dimensions of inputs should match except "
+                                     f"along axis {axis}: shape[0] = {shapes[0]} vs. "
+                                     f"shape[{i}] = {s}")
+    return [np.concatenate(values, axis=axis)]
+
+
+CONCAT_V2 = OpDef("ConcatV2", _concat_infer, _concat_kernel, default_name="concat")
+
+
+def concat(values, axis, name="concat"):
+    """Join the tensors in `values` (same dtype and rank) along dimension `axis`."""
+    tensors = convert_list(values, "ConcatV2")
+    if not tensors:
+        raise ValueError("concat needs at least one value.")
+    if len(tensors) == 1:
+        axis_value = static_ints(index_tensor(axis, "axis", graph=tensors[0].graph))
+        rank = tensors[0].shape.ndims
+        if axis_value is not None and rank is not None:
+            normalize_axis(axis_value[0], rank)
+        return identity(tensors[0], name=name)
+    a = index_tensor(axis, "axis", graph=tensors[0].graph)
+    return make_op(CONCAT_V2, [*tensors, a], {"N": len(tensors)}, name or "concat").outputs[0]
+
+
+# --- Pack / Unpack ---------------------------------------------------------------------------
+
+
+def _pack_infer(op):
+    values = op.inputs
+    shape = values[0].shape
+    for i, v in enumerate(values[1:], 1):
+        try:
+            shape = shape.merge_with(v.shape)
+        except ValueError:
+            raise ValueError(f"Shapes of all inputs must match: values[0].shape = "
+                             f"{values[0].shape} != values[{i}].shape = {v.shape}.") from None
+    axis = op.get_attr("axis")
+    if shape.ndims is None:
+        return [(values[0].dtype, unknown_shape())]
+    axis = normalize_axis(axis, shape.ndims + 1)
+    dims = list(shape.dims)
+    return [(values[0].dtype, dims[:axis] + [len(values)] + dims[axis:])]
+
+
+def _pack_kernel(ctx, inputs, attrs):
+    shapes = [list(v.shape) for v in inputs]
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise runtime_error(ctx, f"Shapes of all inputs must match: values[0].shape = "
+                                     f"{shapes[0]} != values[{i}].shape = {s}")
+    return [np.stack(inputs, axis=attrs["axis"])]
+
+
+PACK = OpDef("Pack", _pack_infer, _pack_kernel, default_name="stack")
+
+
+def _holds_tensor(values) -> bool:
+    if isinstance(values, Tensor) or hasattr(values, "_as_graph_tensor"):
+        return True
+    return isinstance(values, (list, tuple)) and any(_holds_tensor(v) for v in values)
+
+
+def stack(values, axis=0, name="stack"):
+    """Stack rank-R tensors (same shape and dtype) into one rank-(R+1) tensor along `axis`."""
+    axis = int(axis)
+    if axis == 0 and not _holds_tensor(values):
+        return convert_to_tensor(values, name=name)  # TensorFlow makes constants a Const
+    tensors = convert_list(values, "Pack")
+    rank = next((t.shape.ndims for t in tensors if t.shape.ndims is not None), None)
+    if rank is not None and not -rank - 1 <= axis <= rank:
+        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank - 1}, {rank + 1}).")
+    return make_op(PACK, tensors, {"axis": axis, "N": len(tensors)},
+                   name or "stack").outputs[0]
+
+
+def _unpack_infer(op):
+    x = op.inputs[0]
+    num, axis = op.get_attr("num"), op.get_attr("axis")
+    if x.shape.ndims is None:
+        return [(x.dtype, unknown_shape())] * num
+    axis = normalize_axis(axis, x.shape.ndims)
+    dims = list(x.shape.dims)
+    if dims[axis] is not None and dims[axis] != num:
+        raise ValueError(f"Dimension must be {num} but is {dims[axis]}: cannot unstack shape "
+                         f"{x.shape} into {num} tensors along axis {axis}.")
+    return [(x.dtype, dims[:axis] + dims[axis + 1:])] * num
+
+
+def _unpack_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    num, axis = attrs["num"], attrs["axis"]
+    if not -x.ndim <= axis < x.ndim or x.shape[axis] != num:
+        raise runtime_error(ctx, f"Input shape axis {axis} must equal {num}, got shape "
+                                 f"{list(x.shape)}")
+    moved = np.moveaxis(x, axis, 0)
+    return [moved[i, ...] for i in range(num)]
+
+
+UNPACK = OpDef("Unpack", _unpack_infer, _unpack_kernel, default_name="unstack")
+
+
+def unstack(value, num=None, axis=0, name="unstack") -> list:
+    """The list of tensors `value` holds along dimension `axis` (`num` if its size is unknown)."""
+    x = to_tensor(value)
+    axis = int(axis)
+    rank = x.shape.ndims
+    if rank is not None:
+        if not -rank <= axis < rank:
+            raise ValueError(f"Argument `axis` = {axis} not in range [{-rank}, {rank}).")
+        if num is None:
+            num = x.shape.dims[axis]
+    if num is None:
+        raise ValueError(f"Cannot infer argument `num` from shape {x.shape}; pass num= to "
+                         "unstack a dimension of unknown size.")
+    num = int(num)
+    if num == 0:
+        return []
+    return list(make_op(UNPACK, [x], {"num": num, "axis": axis}, name or "unstack").outputs)
+
+
+# --- Split / SplitV ----------------------------------------------------------------------------
+
+
+def _split_infer(op):
+    axis_t, x = op.inputs
+    check_dtype(axis_t, INDEX_TYPES, "split_dim")
+    check_rank(axis_t, 0, "split_dim")
+    num = op.get_attr("num_split")
+    axis = static_int(axis_t)
+    if x.shape.ndims is None or axis is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))] * num
+    axis = normalize_axis(axis, x.shape.ndims, "split_dim")
+    dims = list(x.shape.dims)
+    size = dims[axis]
+    if size is not None:
+        if size % num:
+            raise ValueError(f"Dimension size must be evenly divisible by {num} but is {size}: "
+                             f"the number of ways to split should evenly divide the split "
+                             f"dimension (axis {axis} of shape {x.shape}).")
+        dims[axis] = size // num
+    return [(x.dtype, dims)] * num
+
+
+def _split_kernel(ctx, inputs, attrs):
+    axis, x = inputs
+    num = attrs["num_split"]
+    axis = int(axis)
+    if not -x.ndim <= axis < x.ndim or x.shape[axis] % num:
+        raise runtime_error(ctx, f"Cannot split input of shape {list(x.shape)} along axis "
+                                 f"{axis} into {num} equal parts")
+    return list(np.split(x, num, axis=axis))
+
+
+SPLIT = OpDef("Split", _split_infer, _split_kernel, default_name="split")
+
+
+def resolve_split_sizes(sizes, total, fail):
+    """`sizes` with its one -1 filled in so they sum to `total`; or the exception to raise."""
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    if len(unknown) > 1:
+        return fail(f"size_splits can only have one -1, got {sizes}")
+    for i, s in enumerate(sizes):
+        if s < -1:
+            return fail(f"Split size at index {i} must be >= 0. Got: {s}")
+    known = sum(s for s in sizes if s >= 0)
+    out = list(sizes)
+    if unknown:
+        if known > total:
+            return fail(f"Split size at index {unknown[0]} must be >= 0: sizes {sizes} already "
+                        f"exceed the dimension's size {total}")
+        out[unknown[0]] = total - known
+    elif known != total:
+        return fail(f"Can't split axis of size {total} into pieces of size {sizes}: they "
+                    f"must sum to the dimension's size")
+    return out
+
+
+def _split_v_infer(op):
+    x, sizes_t, axis_t = op.inputs
+    check_dtype(sizes_t, INDEX_TYPES, "size_splits")
+    check_dtype(axis_t, INDEX_TYPES, "split_dim")
+    check_rank(sizes_t, 1, "size_splits")
+    check_rank(axis_t, 0, "split_dim")
+    num = op.get_attr("num_split")
+    if sizes_t.shape.dims is not None and sizes_t.shape.dims[0] not in (None, num):
+        raise ValueError(f"size_splits has {sizes_t.shape.dims[0]} entries but num_split is "
+                         f"{num}.")
+    axis = static_int(axis_t)
+    sizes = static_ints(sizes_t)
+    if x.shape.ndims is None or axis is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))] * num
+    axis = normalize_axis(axis, x.shape.ndims, "split_dim")
+    dims = list(x.shape.dims)
+    if sizes is None:
+        return [(x.dtype, dims[:axis] + [None] + dims[axis + 1:])] * num
+    if dims[axis] is not None:
+        sizes = resolve_split_sizes(sizes, dims[axis], ValueError)
+        if isinstance(sizes, ValueError):
+            raise sizes
+    return [(x.dtype, dims[:axis] + [None if s == -1 else s] + dims[axis + 1:])
+            for s in sizes]
+
+
+def _split_v_kernel(ctx, inputs, attrs):
+    x, sizes, axis = inputs
+    axis = int(axis)
+    if not -x.ndim <= axis < x.ndim:
+        raise runtime_error(ctx, f"split_dim {axis} out of range for input of shape "
+                                 f"{list(x.shape)}")
+    sizes = resolve_split_sizes([int(s) for s in sizes], x.shape[axis],
+                                lambda m: runtime_error(ctx, f"{m} (input shape "
+                                                             f"{list(x.shape)})"))
+    if not isinstance(sizes, list):
+        raise sizes
+    return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+SPLIT_V = OpDef("SplitV", _split_v_infer, _split_v_kernel, default_name="split")
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split") -> list:
+    """Split `value` along `axis` into `num_or_size_splits` equal parts, or parts of the sizes
+    listed (one size may be -1: the rest of the dimension)."""
+    x = to_tensor(value)
+    graph = graph_for([x])
+    a = index_tensor(axis, "split_dim", graph=graph)
+    if isinstance(num_or_size_splits, (int, np.integer, Dimension)) and \
+            not isinstance(num_or_size_splits, bool):
+        n = int(num_or_size_splits)
+        if n < 1:
+            raise ValueError(f"num_split must be at least 1, got {n}.")
+        return list(make_op(SPLIT, [a, x], {"num_split": n}, name or "split").outputs)
+    sizes = index_tensor(num_or_size_splits, "size_splits", graph=graph)
+    if sizes.shape.ndims == 0:
+        raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument "
+                         f"to split (got {num_or_size_splits!r}); pass a Python int for equal "
+                         "parts or a 1-D list/tensor of sizes.")
+    if num is None:
+        num = sizes.shape.dims[0] if sizes.shape.ndims == 1 else None
+        if num is None:
+            raise ValueError(f"Cannot infer argument `num` from shape {sizes.shape} of "
+                             "size_splits; pass num=.")
+    if int(num) < 1:
+        raise ValueError(f"split needs at least one size in size_splits, got {num}.")
+    return list(make_op(SPLIT_V, [x, sizes, a], {"num_split": int(num)},
+                        name or "split").outputs)
+
+
+OP_DEFS = (CONCAT_V2, PACK, UNPACK, SPLIT, SPLIT_V)
+__all__ = ["concat", "stack", "unstack", "split"]

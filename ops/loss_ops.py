@@ -1,0 +1,241 @@
+"""The TF1 losses of `flowjit.nn`: L2Loss and the cross entropies (see nn_ops.py).
+
+Ops: L2Loss (sum(t**2) / 2, a scalar), SoftmaxCrossEntropyWithLogits and
+SparseSoftmaxCrossEntropyWithLogits (inputs `features` = logits and `labels`; outputs the
+per-row `loss` and the `backprop` softmax - labels, as TensorFlow's ops do).
+`sigmoid_cross_entropy_with_logits` is a composition, max(x, 0) - x*z + log1p(exp(-|x|)).
+
+One deliberate generalisation: TensorFlow's cross-entropy ops take rank-2 logits and its
+Python wrappers reshape other ranks around them; here the ops accept logits of any rank
+>= 1 and reduce over the last axis, so no reshapes are needed (results are the same).
+Sparse labels outside [0, classes) are an InvalidArgumentError naming the bad value.
+As in TensorFlow 1.x, `softmax_cross_entropy_with_logits` (v1) and the sparse and sigmoid
+versions must be called with keyword arguments (labels=..., logits=...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiler.graph import Tensor
+from ..errors import InvalidArgumentError
+from .activation_ops import _compute_dtype, _shifted, _static_axis, relu
+from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
+from .registry import OpDef, Trait
+
+__all__ = ["l2_loss", "softmax_cross_entropy_with_logits",
+           "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+           "sigmoid_cross_entropy_with_logits"]
+
+
+# --- L2Loss ---------------------------------------------------------------------------------
+
+
+def _l2_infer(op):
+    t = op.inputs[0]
+    check_dtype(t, FLOATS, "t")
+    return [(t.dtype, ())]
+
+
+def _l2_kernel(ctx, inputs, attrs):
+    t = inputs[0]
+    work = _compute_dtype(t)
+    return [np.asarray(np.sum(work * work) / 2).astype(t.dtype)]
+
+
+L2_LOSS = OpDef("L2Loss", _l2_infer, _l2_kernel, traits={Trait.REDUCTION},
+                doc="sum(t ** 2) / 2 over every element.")
+
+
+def l2_loss(t, name=None) -> Tensor:
+    """Half the sum of squares of `t`'s elements (a float scalar)."""
+    graph = graph_for((t,))
+    with graph.as_default(), graph.name_scope(name or "L2Loss") as scope:
+        return make_op(L2_LOSS, [to_tensor(t, name="t")], {}, name=scope).outputs[0]
+
+
+# --- softmax cross entropy ------------------------------------------------------------------
+
+
+def _xent_infer(op):
+    logits, labels = op.inputs
+    check_dtype(logits, FLOATS, "features")
+    if labels.dtype is not logits.dtype:
+        raise TypeError(f"Input 'labels' of '{op.type}' Op has type {labels.dtype.name} that "
+                        f"does not match type {logits.dtype.name} of argument 'features'.")
+    if logits.shape.ndims == 0 or labels.shape.ndims == 0:
+        raise ValueError("logits and labels must have at least one dimension (the classes).")
+    if not logits.shape.is_compatible_with(labels.shape):
+        raise ValueError(f"logits and labels must have the same shape: logits {logits.shape}"
+                         f", labels {labels.shape}.")
+    shape = logits.shape.merge_with(labels.shape)
+    return [(logits.dtype, shape[:-1]), (logits.dtype, shape)]
+
+
+def _xent_kernel(ctx, inputs, attrs):
+    logits, labels = inputs
+    if logits.ndim == 0 or logits.shape != labels.shape:
+        raise InvalidArgumentError(None, ctx.op if ctx else None,
+                                   f"logits and labels must be same size: logits_size="
+                                   f"{list(logits.shape)} labels_size={list(labels.shape)}")
+    x, z = _compute_dtype(logits), _compute_dtype(labels)
+    shifted, log_total = _shifted(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        log_probs = shifted - log_total
+        loss = -np.sum(z * log_probs, axis=-1)
+        backprop = np.exp(log_probs) - z
+    dtype = logits.dtype
+    return [np.asarray(loss).astype(dtype, copy=False), backprop.astype(dtype, copy=False)]
+
+
+SOFTMAX_XENT = OpDef("SoftmaxCrossEntropyWithLogits", _xent_infer, _xent_kernel,
+                     default_name="softmax_cross_entropy_with_logits",
+                     doc="Per-row -sum(labels * log_softmax(features)), and its gradient.")
+
+
+def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
+                                         dim=None) -> Tensor:
+    """Per-example cross entropy between `labels` (a distribution) and softmax(`logits`).
+
+    `axis` (alias `dim`; default -1) is the class axis; the result drops it.
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'.")
+    axis = _static_axis(-1 if axis is None and dim is None else
+                        (axis if axis is not None else dim))
+    graph = graph_for((logits, labels))
+    with graph.as_default(), graph.name_scope(
+            name or "softmax_cross_entropy_with_logits") as scope:
+        logits = to_tensor(logits, name="logits")
+        labels = to_tensor(labels, dtype=logits.dtype, name="labels")
+        logits = _move_axis_to_end(logits, axis)
+        labels = _move_axis_to_end(labels, axis)
+        return make_op(SOFTMAX_XENT, [logits, labels], {}, name=scope).outputs[0]
+
+
+def _move_axis_to_end(x: Tensor, axis: int) -> Tensor:
+    """`x` with the class axis moved last (the other axes keep their order)."""
+    if axis == -1:
+        return x
+    from .array_ops import transpose
+
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError(f"A class axis other than -1 needs a known rank; {x.name} has "
+                         "unknown rank.")
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for {x.name} of rank {rank}.")
+    axis %= rank
+    if axis == rank - 1:
+        return x
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    return transpose(x, perm)
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
+                                      name=None, axis=None) -> Tensor:
+    """TF1's (deprecated) softmax cross entropy: keyword arguments only.
+
+    TensorFlow 1.x also wraps `labels` in StopGradient here; flowjit has no StopGradient op
+    yet, so until it does this equals the v2 function.
+    """
+    _ensure_keywords("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    return softmax_cross_entropy_with_logits_v2(labels, logits, axis=axis, name=name,
+                                                dim=None if axis is not None else dim)
+
+
+def _ensure_keywords(fn_name, sentinel, labels, logits):
+    if sentinel is not None:
+        raise ValueError(f"Only call `{fn_name}` with named arguments (labels=..., "
+                         "logits=..., ...).")
+    if labels is None or logits is None:
+        raise ValueError(f"Both labels and logits must be provided to `{fn_name}`.")
+
+
+# --- sparse softmax cross entropy -----------------------------------------------------------
+
+
+def _sparse_infer(op):
+    logits, labels = op.inputs
+    check_dtype(logits, FLOATS, "features")
+    check_dtype(labels, INDEX_TYPES, "labels")
+    if logits.shape.ndims == 0:
+        raise ValueError("logits must have at least one dimension (the classes).")
+    if logits.shape.ndims is not None:
+        if not labels.shape.is_compatible_with(logits.shape[:-1]):
+            raise ValueError(f"labels.shape must equal logits.shape except for the last "
+                             f"dimension: labels {labels.shape}, logits {logits.shape}.")
+        batch = logits.shape[:-1].merge_with(labels.shape)
+        return [(logits.dtype, batch), (logits.dtype, batch.concatenate(logits.shape[-1:]))]
+    return [(logits.dtype, labels.shape), (logits.dtype, logits.shape)]
+
+
+def _sparse_kernel(ctx, inputs, attrs):
+    logits, labels = inputs
+    op = ctx.op if ctx else None
+    if logits.ndim == 0 or logits.shape[:-1] != labels.shape:
+        raise InvalidArgumentError(None, op, f"logits and labels must have the same first "
+                                             f"dimensions: logits shape {list(logits.shape)}, "
+                                             f"labels shape {list(labels.shape)}")
+    classes = logits.shape[-1]
+    bad = (labels < 0) | (labels >= classes)
+    if np.any(bad):
+        value = labels[bad].reshape(-1)[0]
+        raise InvalidArgumentError(None, op, f"Received a label value of {value} which is "
+                                             f"outside the valid range of [0, {classes}).")
+    shifted, log_total = _shifted(_compute_dtype(logits))
+    log_probs = shifted - log_total
+    index = labels[..., np.newaxis].astype(np.intp)
+    loss = -np.take_along_axis(log_probs, index, axis=-1)[..., 0]
+    backprop = np.exp(log_probs)
+    np.put_along_axis(backprop, index, np.take_along_axis(backprop, index, -1) - 1, axis=-1)
+    dtype = logits.dtype
+    return [np.asarray(loss).astype(dtype, copy=False), backprop.astype(dtype, copy=False)]
+
+
+SPARSE_SOFTMAX_XENT = OpDef("SparseSoftmaxCrossEntropyWithLogits", _sparse_infer,
+                            _sparse_kernel, default_name="SparseSoftmaxCrossEntropyWithLogits",
+                            doc="Per-row -log_softmax(features)[label], and its gradient.")
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None) -> Tensor:
+    """Cross entropy of softmax(`logits`) against integer class `labels` (one per row).
+
+    `labels` has logits' shape without the last (class) axis; values must be in
+    [0, classes), checked when the graph runs.
+    """
+    _ensure_keywords("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    graph = graph_for((logits, labels))
+    with graph.as_default(), graph.name_scope(
+            name or "SparseSoftmaxCrossEntropyWithLogits") as scope:
+        logits = to_tensor(logits, name="logits")
+        labels = to_tensor(labels, name="labels")
+        return make_op(SPARSE_SOFTMAX_XENT, [logits, labels], {}, name=scope).outputs[0]
+
+
+# --- sigmoid cross entropy (a composition) --------------------------------------------------
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                      name=None) -> Tensor:
+    """Elementwise logistic loss: max(x, 0) - x * z + log(1 + exp(-|x|)), stable for any x."""
+    _ensure_keywords("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
+    from . import math_ops
+
+    graph = graph_for((logits, labels))
+    with graph.as_default(), graph.name_scope(name or "logistic_loss") as scope:
+        logits = to_tensor(logits, name="logits")
+        if not logits.dtype.is_floating:
+            raise TypeError(f"logits must be a floating-point tensor, got "
+                            f"{logits.dtype.name}.")
+        labels = to_tensor(labels, dtype=logits.dtype, name="labels")
+        if not logits.shape.is_compatible_with(labels.shape):
+            raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
+                             f"{labels.shape}).")
+        linear = math_ops.subtract(relu(logits), math_ops.multiply(logits, labels))
+        softplus_part = math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits))))
+        return math_ops.add(linear, softplus_part, name=scope)
+
+
+OP_DEFS = (L2_LOSS, SOFTMAX_XENT, SPARSE_SOFTMAX_XENT)

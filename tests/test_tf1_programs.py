@@ -1,0 +1,74 @@
+"""Whole-program acceptance tests: TF 1.x programs under flowjit vs TensorFlow's results.
+
+The programs live in `fixtures/tf1_programs.py` (plain TF1 code taking the module as an
+argument); `fixtures/record_tf1.py` ran them under `tensorflow.compat.v1` and stored the
+results in `fixtures/tf1_programs.npz`.  Here each program runs under flowjit and must give
+the same nesting, the same dtypes and shapes, and the same values (exactly for integers,
+booleans and strings; `allclose` for floating point).
+"""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import flowjit as tf
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+def _load_programs():
+    spec = importlib.util.spec_from_file_location("flowjit_tf1_programs",
+                                                  os.path.join(FIXTURES, "tf1_programs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PROGRAMS = _load_programs()
+RECORDED = dict(np.load(os.path.join(FIXTURES, "tf1_programs.npz")))
+TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (2e-5, 2e-5),
+              np.dtype(np.float64): (1e-10, 1e-12)}
+
+
+def _expected(name):
+    structure = str(RECORDED[f"{name}:structure"])
+    leaves, i = [], 0
+    while f"{name}:{i}" in RECORDED:
+        leaves.append(RECORDED[f"{name}:{i}"])
+        i += 1
+    return structure, leaves
+
+
+def test_fixture_covers_every_program_and_is_small():
+    recorded = {k.split(":")[0] for k in RECORDED if not k.startswith("_meta")}
+    assert recorded == set(PROGRAMS.PROGRAMS)
+    assert len(PROGRAMS.PROGRAMS) >= 8
+    assert os.path.getsize(os.path.join(FIXTURES, "tf1_programs.npz")) < 200_000
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.PROGRAMS))
+def test_program_matches_tensorflow(name):
+    want_structure, want = _expected(name)
+    got_structure, got = PROGRAMS.run_program(tf, name)
+    assert got_structure == want_structure, "fetch results nest differently"
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = f"{name} leaf {i}"
+        if w.dtype.kind == "U":  # tensor names
+            assert g.tolist() == w.tolist(), where
+            continue
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, TensorFlow gives {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape}, TensorFlow gives {w.shape}"
+        if w.dtype.kind == "f":
+            rtol, atol = TOLERANCES[w.dtype]
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=where)
+
+
+def test_programs_leave_no_global_state():
+    """Programs build in their own graph: the default graph stays empty."""
+    PROGRAMS.run_program(tf, "nested_fetches")
+    assert tf.get_default_graph().get_operations() == []
