@@ -21,7 +21,6 @@ from .ops.conversion import convert_to_tensor
 from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.matmul_ops import *  # noqa: F401,F403
-from .ops.nn_ops import *  # noqa: F401,F403
 from .ops.random_ops import *  # noqa: F401,F403
 from .ops.reduction_ops import *  # noqa: F401,F403
 from .ops.shape_ops import *  # noqa: F401,F403

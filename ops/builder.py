@@ -57,7 +57,7 @@ def binary_operands(x, y, op_type: str, names=("x", "y")):
     elif isinstance(y, Tensor):
         x = _convert_operand(x, y.dtype, graph, op_type, names[0])
     else:
-        x = to_tensor(x, graph=graph, name=names[0])
+        x = to_tensor(x, graph=graph, name=f"{op_type}/{names[0]}")
         y = _convert_operand(y, x.dtype, graph, op_type, names[1])
     if x.dtype is not y.dtype:
         raise TypeError(f"Input '{names[1]}' of '{op_type}' Op has type {y.dtype.name} that "
@@ -71,7 +71,9 @@ def _convert_operand(value, dtype, graph, op_type, param):
     if isinstance(value, Tensor):
         return value
     try:
-        return to_tensor(value, dtype=dtype, graph=graph, name=param)
+        # Named under the op type ("AddV2/y", as TensorFlow's "Add/y"), so a constant
+        # operand never takes the name the caller asked for the op itself.
+        return to_tensor(value, dtype=dtype, graph=graph, name=f"{op_type}/{param}")
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot convert {value!r} to {dtype.name} for input '{param}' of "
                         f"'{op_type}' Op: {e}") from None

@@ -398,7 +398,7 @@ def test_default_session_is_per_thread():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_timeout_raises_deadline_exceeded(threads):
-    slow = _op(SLEEP, tf.constant(1.0), seconds=0.3)
+    slow = _op(SLEEP, tf.constant(1.0), seconds=0.2)
     after = tf.identity(slow)
     config = tf.ConfigProto(inter_op_parallelism_threads=threads)
     with tf.Session(config=config) as sess:

@@ -1,0 +1,48 @@
+"""The session-overhead benchmark runs and refuses to time wrong results (no timing asserts)."""
+
+import io
+
+import numpy as np
+import pytest
+
+import flowjit as tf
+from flowjit.benchmarks import session_overhead as bench
+
+
+def test_benchmark_runs_every_case_and_prints_a_table():
+    out = io.StringIO()
+    rows = bench.run(repeats=2, target_seconds=0.002, out=out)
+    assert [r["case"].split(",")[0] for r in rows] == ["x*2+1", "10-op chain", "wide 16 branches",
+                                                       "wide 16 branches"]
+    assert [r["ops"] for r in rows] == [4, 20, 79, 79]
+    for row in rows:
+        assert row["flowjit_us"] > 0 and row["numpy_us"] > 0
+        assert row["ratio"] == pytest.approx(row["flowjit_us"] / row["numpy_us"])
+    table = out.getvalue()
+    assert "ratio" in table and table.count("\n") >= 7
+
+
+def test_a_wrong_variant_is_not_timed():
+    case = bench.case_affine(tf)
+    case["numpy"] = lambda: np.zeros(8, np.float32)
+    with pytest.raises(AssertionError, match="numpy output is wrong"):
+        bench.check(case)
+    case["numpy"] = lambda: np.linspace(-1.0, 1.0, 8) * 2.0 + 1.0  # right values, float64
+    with pytest.raises(AssertionError, match="dtype float64"):
+        bench.check(case)
+    case["close"]()
+
+
+def test_measure_interleaves_and_counts_calls():
+    calls = {"a": 0, "b": 0}
+
+    def variant(name):
+        def fn():
+            calls[name] += 1
+        return fn
+
+    results = bench.measure({"a": variant("a"), "b": variant("b")}, repeats=3,
+                            target_seconds=0.001)
+    assert [m.name for m in results] == ["a", "b"]
+    assert all(len(m.times) == 3 and min(m.times) > 0 for m in results)
+    assert calls["a"] > 3 and calls["b"] > 3
