@@ -4,16 +4,19 @@ The ops live in four files, each owning its OpDefs and functions:
 - `math_unary.py`: Neg, Abs, Sqrt, Exp, Sigmoid, Round, IsNan, ... and Cast;
 - `math_binary.py`: Add, Sub, Mul, RealDiv, FloorDiv, FloorMod, Pow, Maximum, ..., AddN;
 - `math_compare.py`: Equal, Less, ..., LogicalAnd, LogicalOr;
-- this module: SelectV2 and Where (`where`, `where_v2`) and ClipByValue (`clip_by_value`).
+- this module: Select, SelectV2 and Where (`where`, `where_v2`), ClipByValue
+  (`clip_by_value`).
 `OP_DEFS` and `__all__` here combine all four, so registration (`ops/__init__.py`), the
 package root and the Tensor operators (`ops/operators.py`) see one `math_ops`.
 
-SelectV2 broadcasts condition, x and y together (TensorFlow 2's `where`, which flowjit's
-`where` uses for the three-argument form); the one-argument form returns the int64
-coordinates of true (non-zero) elements, shape [N, rank].  ClipByValue computes
-max(min(t, clip_value_max), clip_value_min), like TensorFlow 1.x's composite, so a minimum
-above the maximum gives the minimum and NaN stays NaN; the bounds must broadcast to t's
-shape without enlarging it.
+`where` is TensorFlow 1.x's: op Select, whose x and y have one shape and whose condition
+has that shape too, is a scalar, or is a vector choosing whole rows (x's first dimension).
+`where_v2` is op SelectV2, broadcasting condition, x and y together.  Select is not marked
+ELEMENTWISE (a vector condition indexes rows, not NumPy broadcasting); SelectV2 is.  With
+neither x nor y, both return the int64 coordinates of true (non-zero) elements, shape
+[N, rank] (op Where).  ClipByValue computes max(min(t, clip_value_max), clip_value_min),
+like TensorFlow 1.x's composite, so a minimum above the maximum gives the minimum and NaN
+stays NaN; the bounds must broadcast to t's shape without enlarging it.
 """
 
 from __future__ import annotations
@@ -83,22 +86,93 @@ WHERE = OpDef("Where", _where_infer, _where_kernel,
               doc="int64 [N, rank] coordinates of the true (non-zero) elements")
 
 
-def where(condition, x=None, y=None, name: str | None = None) -> Tensor:
-    """Elements of `x` where `condition` is true, else of `y`, all three broadcast together
-    (op SelectV2).  With neither `x` nor `y`, the int64 [N, rank] coordinates of the true
-    elements of `condition`, in row-major order (op Where)."""
-    if x is None and y is None:
-        condition = to_tensor(condition, graph=graph_for((condition,)), name="condition")
-        return make_op(WHERE, [condition], {"T": condition.dtype}, name or "Where").outputs[0]
+# --- Select (TensorFlow 1.x where) ---------------------------------------------------------
+
+
+def _select_v1_infer(op):
+    cond, t, e = op.inputs
+    check_dtype(cond, (_dtypes.bool_,), "condition")
+    check_same_dtype([t, e], ["t", "e"])
+    if not t.shape.is_compatible_with(e.shape):
+        raise ValueError(f"x and y of where (Select) must have one shape, got {t.shape} and "
+                         f"{e.shape}; use where_v2 to broadcast them.")
+    out = t.shape.merge_with(e.shape)
+    rank, crank = out.ndims, cond.shape.ndims
+    if rank is None or crank is None or crank == 0:
+        return [(t.dtype, out)]
+    if crank == 1 and rank > 1:
+        if not cond.shape[0].is_compatible_with(out[0]):
+            raise ValueError(f"A vector condition of where (Select) chooses rows: its length "
+                             f"{cond.shape[0]} must equal x's first dimension {out[0]}.")
+        return [(t.dtype, out)]
+    if not cond.shape.is_compatible_with(out):
+        raise ValueError(f"The condition of where (Select) must be a scalar, a vector of "
+                         f"x's first dimension, or of x's shape {out}; got {cond.shape}. "
+                         "Use where_v2 to broadcast.")
+    return [(t.dtype, out.merge_with(cond.shape))]
+
+
+def _select_v1_kernel(ctx, inputs, attrs):
+    cond, t, e = inputs
+    if t.shape != e.shape:
+        raise InvalidArgumentError(
+            None, _op_of(ctx), f"Inputs to operation Select must have the same size and shape."
+                               f"  Input 1: {_shape_list(t)} != input 2: {_shape_list(e)}")
+    if cond.ndim == 0:
+        return [t if cond else e]
+    if cond.shape == t.shape:
+        return [np.asarray(np.where(cond, t, e), dtype=t.dtype)]
+    if cond.ndim == 1 and t.ndim == 0:
+        raise InvalidArgumentError(None, _op_of(ctx), "'then' must be at least a vector, but "
+                                                      "saw shape: []")
+    if cond.ndim == 1:
+        if cond.shape[0] != t.shape[0]:
+            raise InvalidArgumentError(
+                None, _op_of(ctx), f"Number of batches of 'then' must match size of 'cond', "
+                                   f"but saw: {t.shape[0]} vs. {cond.shape[0]}")
+        rows = cond.reshape((-1,) + (1,) * (t.ndim - 1))
+        return [np.asarray(np.where(rows, t, e), dtype=t.dtype)]
+    raise InvalidArgumentError(
+        None, _op_of(ctx), f"Inputs to operation Select must have the same size and shape.  "
+                           f"Input 0: {_shape_list(cond)} != input 1: {_shape_list(t)}")
+
+
+SELECT = OpDef("Select", _select_v1_infer, _select_v1_kernel,
+               doc="condition ? t : e; a vector condition selects rows of t and e")
+
+
+def _coordinates(condition, name) -> Tensor:
+    condition = to_tensor(condition, graph=graph_for((condition,)), name="condition")
+    return make_op(WHERE, [condition], {"T": condition.dtype}, name or "Where").outputs[0]
+
+
+def _select(op_def: OpDef, condition, x, y, name) -> Tensor:
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     graph = graph_for((condition, x, y))
-    x, y = binary_operands(x, y, "SelectV2", ("t", "e"))
+    x, y = binary_operands(x, y, op_def.name, ("t", "e"))
     condition = to_tensor(condition, dtype=_dtypes.bool_, graph=graph, name="condition")
-    return make_op(SELECT_V2, [condition, x, y], {"T": x.dtype}, name or "SelectV2").outputs[0]
+    return make_op(op_def, [condition, x, y], {"T": x.dtype}, name or op_def.name).outputs[0]
 
 
-where_v2 = where
+def where(condition, x=None, y=None, name: str | None = None) -> Tensor:
+    """TensorFlow 1.x `where`: elements of `x` where `condition` is true, else of `y` (op
+    Select).  `x` and `y` must have one shape; `condition` has that shape, is a scalar, or
+    is a vector that picks whole rows (slices along x's first dimension).  With neither `x`
+    nor `y`: the int64 [N, rank] coordinates of the true elements, row-major (op Where).
+    """
+    if x is None and y is None:
+        return _coordinates(condition, name)
+    return _select(SELECT, condition, x, y, name)
+
+
+def where_v2(condition, x=None, y=None, name: str | None = None) -> Tensor:
+    """Elements of `x` where `condition` is true, else of `y`, with `condition`, `x` and `y`
+    broadcast together (op SelectV2).  With neither `x` nor `y`: as `where`."""
+    if x is None and y is None:
+        return _coordinates(condition, name)
+    return _select(SELECT_V2, condition, x, y, name)
+
 
 # --- ClipByValue ---------------------------------------------------------------------------
 
@@ -145,5 +219,5 @@ def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None) ->
 __all__ = [*math_unary.__all__, *math_binary.__all__, *math_compare.__all__, "where",
            "where_v2", "clip_by_value"]
 
-OP_DEFS = (*math_unary.OP_DEFS, *math_binary.OP_DEFS, *math_compare.OP_DEFS, SELECT_V2, WHERE,
-           CLIP_BY_VALUE)
+OP_DEFS = (*math_unary.OP_DEFS, *math_binary.OP_DEFS, *math_compare.OP_DEFS, SELECT,
+           SELECT_V2, WHERE, CLIP_BY_VALUE)
