@@ -9,6 +9,7 @@ from . import dtypes, errors
 from .compiler.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                              control_dependencies, device, get_collection, get_collection_ref,
                              get_default_graph, name_scope, reset_default_graph)
+from .compiler.graph_def import GraphDef, NodeDef, import_graph_def
 from .compiler.shapes import Dimension, TensorShape
 from .dtypes import (DType, as_dtype, bool_ as bool,
                      complex64, complex128, double, float16, float32, float64, half, int8,
@@ -35,7 +36,7 @@ from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                  get_variable_scope, variable_scope)
 from .runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from .runtime.session import InteractiveSession, Session, get_default_session
-from . import nn  # noqa: E402
+from . import gfile, nn, train  # noqa: E402
 
 __version__ = "0.1.0"
 newaxis = None

@@ -75,10 +75,9 @@ class DecodeError(DataLossError):
 # --- attr values <-> JSON --------------------------------------------------------------------
 
 
-def _encode_float(x: float):
-    if math.isfinite(x):
-        return x
-    return {"float": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
+def _number(x: float):
+    """x itself if finite, else "nan", "inf" or "-inf" (JSON has no such numbers)."""
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
 def _encode_tensor(arr: np.ndarray, blob: bytearray | None, scalar: bool = False) -> dict:
@@ -114,10 +113,6 @@ def _encode_tensor(arr: np.ndarray, blob: bytearray | None, scalar: bool = False
         out["offset"], out["nbytes"] = len(blob), len(raw)
         blob.extend(raw)
     return out
-
-
-def _number(x):
-    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
 def _readable_values(arr: np.ndarray, dtype, raw: bytes):
@@ -167,7 +162,8 @@ def encode_value(value, blob: bytearray | None = None):
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return _encode_float(float(value))
+        x = _number(float(value))
+        return x if isinstance(x, float) else {"float": x}
     if isinstance(value, bytes):
         return {"bytes": value.decode("latin-1")}
     if isinstance(value, _dtypes.DType):
@@ -231,7 +227,9 @@ def decode_value(obj, blob: memoryview | None = None):
     if isinstance(obj, dict) and len(obj) == 1:
         (tag, body), = obj.items()
         if tag == "float":
-            return float({"nan": "nan", "inf": "inf", "-inf": "-inf"}[body])
+            if body not in ("nan", "inf", "-inf"):
+                raise ValueError(f"bad special float {body!r}")
+            return float(body)
         if tag == "bytes":
             return body.encode("latin-1")
         if tag == "tuple":

@@ -22,7 +22,7 @@ def runtime_error(ctx, message: str) -> InvalidArgumentError:
     return InvalidArgumentError(None, ctx.op if ctx is not None else None, message)
 
 
-def _plain_shape_value(value):
+def plain_shape_value(value):
     """Replace TensorShape/Dimension objects (also inside lists) by plain ints."""
     if isinstance(value, TensorShape):
         if not value.is_fully_defined():
@@ -34,13 +34,13 @@ def _plain_shape_value(value):
             raise ValueError("Cannot convert an unknown Dimension to a Tensor.")
         return value.value
     if isinstance(value, (list, tuple)):
-        return [_plain_shape_value(v) for v in value]
+        return [plain_shape_value(v) for v in value]
     return value
 
 
 def index_tensor(value, param: str, graph=None, dtype=None) -> Tensor:
     """`value` (shape, axis, perm...) as an int32/int64 tensor; TypeError for other dtypes."""
-    value = _plain_shape_value(value)
+    value = plain_shape_value(value)
     t = to_tensor(value, dtype=dtype, graph=graph or graph_for([value]), name=param,
                   preferred_dtype=_dtypes.int32)
     check_dtype(t, INDEX_TYPES, param)

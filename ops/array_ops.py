@@ -19,6 +19,7 @@ import builtins
 
 import numpy as np
 
+from ..compiler.graph import name_scope
 from ..compiler.shapes import unknown_shape
 from .array_common import (check_rank, describe_dims, index_tensor, normalize_axis,
                            runtime_error, static_int, static_ints)
@@ -40,28 +41,25 @@ from .registry import OpDef
 
 
 def _check_sizes(sizes, fail):
-    """None if `sizes` is a valid reshape target (sizes >= 0, at most one -1), else an error."""
+    """Raise `fail(message)` unless `sizes` is a valid reshape target (>= 0, one -1 at most)."""
     unknown = [i for i, s in enumerate(sizes) if s == -1]
     if len(unknown) > 1:
-        return fail(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]} "
-                    f"(requested shape {describe_dims(sizes)})")
+        raise fail(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]} "
+                   f"(requested shape {describe_dims(sizes)})")
     bad = [s for s in sizes if s < -1]
     if bad:
-        return fail(f"Size {bad[0]} in requested shape {describe_dims(sizes)} must be "
-                    "non-negative (or -1 once)")
-    return None
+        raise fail(f"Size {bad[0]} in requested shape {describe_dims(sizes)} must be "
+                   "non-negative (or -1 once)")
 
 
 def resolve_reshape(in_shape, sizes, fail):
     """The output shape for `sizes` (at most one -1) given a fully known input shape.
 
     Follows TensorFlow's rule for -1 beside zero-sized dimensions: zero sizes are left out of
-    both products so the other dimensions can still be inferred.  Returns the shape as a
-    list, or the exception `fail(message)` builds (the caller raises it).
+    both products so the other dimensions can still be inferred.  Raises the exception
+    `fail(message)` builds (ValueError while building, InvalidArgumentError while running).
     """
-    error = _check_sizes(sizes, fail)
-    if error is not None:
-        return error
+    _check_sizes(sizes, fail)
     n = int(np.prod(in_shape, dtype=np.int64))
     unknown = [i for i, s in enumerate(sizes) if s == -1]
     out = list(sizes)
@@ -73,13 +71,13 @@ def resolve_reshape(in_shape, sizes, fail):
         out[unknown[0]] = in_product // product
         if 0 not in in_shape or not sizes_have_zero:
             if out[unknown[0]] * product != in_product:
-                return fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with "
-                            f"{n} elements to shape {describe_dims(sizes)}: {n} is not a "
-                            f"multiple of {product}")
+                raise fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with "
+                           f"{n} elements to shape {describe_dims(sizes)}: {n} is not a "
+                           f"multiple of {product}")
     m = int(np.prod(out, dtype=np.int64))
     if m != n:
-        return fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with {n} "
-                    f"elements to shape {describe_dims(out)} ({m} elements)")
+        raise fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with {n} "
+                   f"elements to shape {describe_dims(out)} ({m} elements)")
     return out
 
 
@@ -89,12 +87,9 @@ def _reshape_infer(op):
     check_rank(shape, 1, "shape")
     sizes = static_ints(shape)
     if sizes is not None:
-        out = (resolve_reshape(x.shape.as_list(), sizes, ValueError)
-               if x.shape.is_fully_defined() else _check_sizes(sizes, ValueError))
-        if isinstance(out, ValueError):
-            raise out
-        if out is not None:
-            return [(x.dtype, out)]
+        if x.shape.is_fully_defined():
+            return [(x.dtype, resolve_reshape(x.shape.as_list(), sizes, ValueError))]
+        _check_sizes(sizes, ValueError)
     return [(x.dtype, static_shape_from_tensor(shape))]
 
 
@@ -102,8 +97,6 @@ def _reshape_kernel(ctx, inputs, attrs):
     x, shape = inputs
     sizes = [int(s) for s in shape.reshape(-1)]
     out = resolve_reshape(list(x.shape), sizes, lambda m: runtime_error(ctx, m))
-    if not isinstance(out, list):
-        raise out
     return [x.reshape(out)]
 
 
@@ -166,15 +159,16 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     """Permute `a`'s dimensions by `perm` (default: reversed); conjugate complex values too."""
     from .shape_ops import rank as _rank
 
-    x = to_tensor(a)
-    if perm is None:
-        if x.shape.ndims is not None:
-            perm = list(builtins.range(x.shape.ndims))[::-1]
-        else:
-            perm = reverse_v2(range(_rank(x)), [0])
-    p = index_tensor(perm, "perm", graph=x.graph)
-    op_def = CONJUGATE_TRANSPOSE if conjugate and x.dtype.is_complex else TRANSPOSE
-    return make_op(op_def, [x, p], {}, name or "transpose").outputs[0]
+    with name_scope(name, "transpose", [a]) as scope:
+        x = to_tensor(a)
+        if perm is None:
+            if x.shape.ndims is not None:
+                perm = list(builtins.range(x.shape.ndims))[::-1]
+            else:  # reversed at run time: ReverseV2(Range(Rank(a)))
+                perm = reverse_v2(range(_rank(x)), [0])
+        p = index_tensor(perm, "perm", graph=x.graph)
+        op_def = CONJUGATE_TRANSPOSE if conjugate and x.dtype.is_complex else TRANSPOSE
+        return make_op(op_def, [x, p], {}, scope).outputs[0]
 
 
 # --- ExpandDims / Squeeze -----------------------------------------------------------------

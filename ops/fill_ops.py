@@ -1,11 +1,12 @@
 """Tensors made from a shape and a value: Fill, ZerosLike, OnesLike, Range and OneHot.
 
 Public functions (re-exported by `array_ops`): `fill`, `zeros`, `ones`, `zeros_like`,
-`ones_like`, `range` (exported under TensorFlow's name; this module uses `builtins.range`
-for Python's), `one_hot`.  As in TensorFlow 1.x, `zeros`/`ones` of a small static shape and
-`zeros_like`/`ones_like` of a fully known shape produce a Const; other shapes produce a Fill
-(or ZerosLike/OnesLike when the dtype is unchanged).  `range` infers int32 when every
-argument is an int and float32 otherwise, widening along int32 < int64 < float32 < float64.
+`ones_like`, `range` (TensorFlow's name: inside this module `range` is flowjit's, so the
+module does not use Python's), `one_hot`.  As in TensorFlow 1.x, `zeros`/`ones` of a small
+static shape and `zeros_like`/`ones_like` of a fully known shape produce a Const; other
+shapes produce a Fill (or ZerosLike/OnesLike when the dtype is unchanged).  `range` infers
+int32 when every argument is an int and float32 otherwise, widening along
+int32 < int64 < float32 < float64.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler.graph import Tensor, name_scope
 from ..compiler.shapes import unknown_shape
-from .array_common import (_plain_shape_value, check_rank, index_tensor, runtime_error,
+from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_error,
                            static_int, static_ints)
 from .basic_ops import constant_from_array
 from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
@@ -31,8 +32,7 @@ _SMALL_CONSTANT = 1000  # elements: zeros/ones below this size become a Const, a
 
 def _check_dims(values, fail):
     if any(v < 0 for v in values):
-        return fail(f"Fill dims must be non-negative, got {values}")
-    return None
+        raise fail(f"Fill dims must be non-negative, got {values}")
 
 
 def _fill_infer(op):
@@ -42,9 +42,7 @@ def _fill_infer(op):
     check_rank(value, 0, "value")
     known = static_ints(dims)
     if known is not None:
-        error = _check_dims(known, ValueError)
-        if error is not None:
-            raise error
+        _check_dims(known, ValueError)
         return [(value.dtype, known)]
     return [(value.dtype, static_shape_from_tensor(dims))]
 
@@ -52,9 +50,7 @@ def _fill_infer(op):
 def _fill_kernel(ctx, inputs, attrs):
     dims, value = inputs
     shape = [int(d) for d in dims.reshape(-1)]
-    error = _check_dims(shape, lambda m: runtime_error(ctx, m))
-    if error is not None:
-        raise error
+    _check_dims(shape, lambda m: runtime_error(ctx, m))
     if value.ndim != 0:
         raise runtime_error(ctx, f"Fill value must be a scalar, got shape {list(value.shape)}")
     return [np.broadcast_to(value, shape).copy()]
@@ -83,7 +79,7 @@ def _scalar_of(dtype, one: bool) -> np.ndarray:
 def _static_shape_list(shape):
     """`shape` as a list of ints when it is a Python/NumPy shape, else None."""
     try:
-        plain = _plain_shape_value(shape)
+        plain = plain_shape_value(shape)
     except ValueError:
         return None
     if isinstance(plain, Tensor) or hasattr(plain, "_as_graph_tensor"):
@@ -183,13 +179,14 @@ _RANGE_TYPES = (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64)
 
 
 def range_size(start, limit, delta, fail):
-    """The number of elements of range(start, limit, delta) (NumPy scalars of one dtype)."""
+    """The number of elements of range(start, limit, delta) (NumPy scalars of one dtype);
+    raises `fail(message)` for a zero delta or a delta pointing away from limit."""
     if delta == 0:
-        return fail(f"Requires delta != 0 (start {start}, limit {limit})")
+        raise fail(f"Requires delta != 0 (start {start}, limit {limit})")
     if delta > 0 and start > limit:
-        return fail(f"Requires start <= limit when delta > 0: {start}/{limit}")
+        raise fail(f"Requires start <= limit when delta > 0: {start}/{limit}")
     if delta < 0 and start < limit:
-        return fail(f"Requires start >= limit when delta < 0: {start}/{limit}")
+        raise fail(f"Requires start >= limit when delta < 0: {start}/{limit}")
     if np.asarray(start).dtype.kind in "iu":
         span, step = abs(int(limit) - int(start)), abs(int(delta))
         return (span + step - 1) // step
@@ -206,16 +203,12 @@ def _range_infer(op):
     if any(v is None for v in values):
         return [(start.dtype, [None])]
     size = range_size(*(v.reshape(())[()] for v in values), ValueError)
-    if isinstance(size, ValueError):
-        raise size
     return [(start.dtype, [size])]
 
 
 def _range_kernel(ctx, inputs, attrs):
     start, limit, delta = (v.reshape(())[()] for v in inputs)
     size = range_size(start, limit, delta, lambda m: runtime_error(ctx, m))
-    if not isinstance(size, int):
-        raise size
     dtype = inputs[0].dtype
     return [(start + np.arange(size, dtype=dtype) * delta).astype(dtype, copy=False)]
 

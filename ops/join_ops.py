@@ -231,23 +231,23 @@ SPLIT = OpDef("Split", _split_infer, _split_kernel, default_name="split")
 
 
 def resolve_split_sizes(sizes, total, fail):
-    """`sizes` with its one -1 filled in so they sum to `total`; or the exception to raise."""
+    """`sizes` with its one -1 filled in so they sum to `total`; raises `fail(message)`."""
     unknown = [i for i, s in enumerate(sizes) if s == -1]
     if len(unknown) > 1:
-        return fail(f"size_splits can only have one -1, got {sizes}")
+        raise fail(f"size_splits can only have one -1, got {sizes}")
     for i, s in enumerate(sizes):
         if s < -1:
-            return fail(f"Split size at index {i} must be >= 0. Got: {s}")
+            raise fail(f"Split size at index {i} must be >= 0. Got: {s}")
     known = sum(s for s in sizes if s >= 0)
     out = list(sizes)
     if unknown:
         if known > total:
-            return fail(f"Split size at index {unknown[0]} must be >= 0: sizes {sizes} already "
-                        f"exceed the dimension's size {total}")
+            raise fail(f"Split size at index {unknown[0]} must be >= 0: sizes {sizes} already "
+                       f"exceed the dimension's size {total}")
         out[unknown[0]] = total - known
     elif known != total:
-        return fail(f"Can't split axis of size {total} into pieces of size {sizes}: they "
-                    f"must sum to the dimension's size")
+        raise fail(f"Can't split axis of size {total} into pieces of size {sizes}: they "
+                   f"must sum to the dimension's size")
     return out
 
 
@@ -271,8 +271,6 @@ def _split_v_infer(op):
         return [(x.dtype, dims[:axis] + [None] + dims[axis + 1:])] * num
     if dims[axis] is not None:
         sizes = resolve_split_sizes(sizes, dims[axis], ValueError)
-        if isinstance(sizes, ValueError):
-            raise sizes
     return [(x.dtype, dims[:axis] + [None if s == -1 else s] + dims[axis + 1:])
             for s in sizes]
 
@@ -286,8 +284,6 @@ def _split_v_kernel(ctx, inputs, attrs):
     sizes = resolve_split_sizes([int(s) for s in sizes], x.shape[axis],
                                 lambda m: runtime_error(ctx, f"{m} (input shape "
                                                              f"{list(x.shape)})"))
-    if not isinstance(sizes, list):
-        raise sizes
     return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
 

@@ -322,29 +322,63 @@ def test_cast_between_strings_and_numbers_is_a_type_error():
 # --- where ---------------------------------------------------------------------------------
 
 
-def test_where_broadcasts_all_three_operands():
+def test_where_v2_broadcasts_all_three_operands():
     cond = tf.constant([[True], [False], [True]])
     x = tf.constant([[1.0, 2.0, 3.0, 4.0]])
-    out = tf.where(cond, x, 0.0)
+    out = tf.where_v2(cond, x, 0.0)
     assert out.op.type == "SelectV2"
     assert out.shape.as_list() == [3, 4]
     np.testing.assert_array_equal(run(out), [[1, 2, 3, 4], [0, 0, 0, 0], [1, 2, 3, 4]])
-    assert tf.where_v2(cond, x, 0.0).op.type == "SelectV2"
+    vec = tf.where_v2(tf.constant([True, False]), tf.constant([[1, 2], [3, 4]]), -1)
+    np.testing.assert_array_equal(run(vec), [[1, -1], [3, -1]])  # TF: broadcasts on columns
 
 
-def test_where_shape_and_type_errors():
+def test_where_v2_shape_and_type_errors():
     with pytest.raises(ValueError):
-        tf.where(tf.constant([True, False, True]), tf.constant([1.0, 2.0]), 0.0)
+        tf.where_v2(tf.constant([True, False, True]), tf.constant([1.0, 2.0]), 0.0)
     with pytest.raises(TypeError):
-        tf.where(tf.constant([True]), tf.constant([1.0]), tf.constant([1]))
+        tf.where_v2(tf.constant([True]), tf.constant([1.0]), tf.constant([1]))
     with pytest.raises(TypeError):
-        tf.where(tf.constant([1, 0]), tf.constant([1.0, 2.0]), 0.0)
+        tf.where_v2(tf.constant([1, 0]), tf.constant([1.0, 2.0]), 0.0)
     with pytest.raises(ValueError, match="both"):
-        tf.where(tf.constant([True]), x=tf.constant([1.0]))
+        tf.where_v2(tf.constant([True]), x=tf.constant([1.0]))
     c = tf.placeholder(tf.bool, [None])
-    out = tf.where(c, tf.constant([1.0, 2.0]), 0.0)
+    out = tf.where_v2(c, tf.constant([1.0, 2.0]), 0.0)
     with pytest.raises(tf.errors.InvalidArgumentError, match="broadcastable"):
         run(out, {c: np.array([True, False, True])})
+
+
+def test_where_is_tf1_select():
+    m = tf.constant([[1, 2], [3, 4]])
+    rows = tf.where(tf.constant([True, False]), m, -m)
+    assert rows.op.type == "Select" and rows.shape.as_list() == [2, 2]
+    np.testing.assert_array_equal(run(rows), [[1, 2], [-3, -4]])  # TF: a vector picks rows
+    np.testing.assert_array_equal(run(tf.where(tf.constant(False), m, -m)), [[-1, -2], [-3, -4]])
+    same = tf.where(tf.constant([[True, False], [False, True]]), m, -m)
+    np.testing.assert_array_equal(run(same), [[1, -2], [-3, 4]])
+    with pytest.raises(ValueError):
+        tf.where(tf.constant([True, False]), tf.constant([1, 2]), 0)  # x, y of two shapes
+    with pytest.raises(ValueError):
+        tf.where(tf.constant([True, False, True]), m, m)
+    with pytest.raises(ValueError):
+        tf.where(tf.constant([[True, False]]), tf.constant(np.ones((1, 2, 2))),
+                 tf.constant(np.ones((1, 2, 2))))
+
+
+def test_where_runtime_errors_with_unknown_shapes():
+    c = tf.placeholder(tf.bool, None)
+    x = tf.placeholder(tf.int32, None)
+    y = tf.placeholder(tf.int32, None)
+    out = tf.where(c, x, y)
+    two = np.array([[1, 2], [3, 4]], np.int32)
+    np.testing.assert_array_equal(run(out, {c: [True, False], x: two, y: -two}),
+                                  [[1, 2], [-3, -4]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="batches"):
+        run(out, {c: [True, False, True], x: two, y: two})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="same size and shape"):
+        run(out, {c: [True, False], x: [1, 2], y: [5, 6, 7]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least a vector"):
+        run(out, {c: [True], x: 1, y: 2})
 
 
 def test_where_with_one_argument_returns_coordinates():
@@ -476,7 +510,7 @@ def test_traits():
     for name in ("Sub", "RealDiv", "FloorDiv", "Pow", "Less", "Atan2"):
         assert not by_name[name].has(Trait.COMMUTATIVE), name
     for name, d in by_name.items():
-        assert d.has(Trait.ELEMENTWISE) == (name != "Where"), name
+        assert d.has(Trait.ELEMENTWISE) == (name not in ("Where", "Select")), name
         assert d.gradient is None and d.lower is None
 
 

@@ -215,7 +215,7 @@ def _select(draw):
     feeds = {"c": c, "x": x, "y": y}
 
     def build():
-        return [tf.where(*(_ph(k, feeds[k], s) for k, s in zip("cxy", statics)))]
+        return [tf.where_v2(*(_ph(k, feeds[k], s) for k, s in zip("cxy", statics)))]
 
     def oracle(f):
         out = np.broadcast_arrays(f["c"], f["x"], f["y"])
@@ -223,6 +223,28 @@ def _select(draw):
                          dtype=dtype).reshape(out[0].shape)]
 
     return OpCase(build, feeds, oracle)
+
+
+@st.composite
+def _select_v1(draw):
+    """TensorFlow 1.x where: x and y of one shape; condition of that shape, scalar or rows."""
+    dtype = np.dtype(draw(st.sampled_from(F + INTS)))
+    shape = draw(shapes())
+    mode = draw(st.sampled_from(["same", "scalar", "rows"] if shape else ["same", "scalar"]))
+    c = draw(arrays(np.bool_, {"same": shape, "scalar": (), "rows": shape[:1]}[mode]))
+    x, y = draw(arrays(dtype, shape)), draw(arrays(dtype, shape))
+    feeds = {"c": c, "x": x, "y": y}
+    statics = {k: draw(_static_shape(v.shape)) for k, v in feeds.items()}
+
+    def oracle(f):
+        out = np.empty(shape, dtype)
+        for idx in np.ndindex(*shape):
+            pick = f["c"][()] if mode == "scalar" else f["c"][idx[:f["c"].ndim]]
+            out[idx] = f["x"][idx] if pick else f["y"][idx]
+        return [out]
+
+    return OpCase(lambda: [tf.where(*(_ph(k, v, statics[k]) for k, v in feeds.items()))],
+                  feeds, oracle)
 
 
 @st.composite
@@ -338,6 +360,7 @@ SAMPLES = {
     "IsInf": _unary(tf.is_inf, _py(math.isinf, np.bool_), FH, el=_specials),
     "IsFinite": _unary(tf.is_finite, _py(math.isfinite, np.bool_), FH, el=_specials),
     "Cast": _cast(),
+    "Select": _select_v1(),
     "SelectV2": _select(),
     "Where": _where_coords(),
     "ClipByValue": _clip(),
