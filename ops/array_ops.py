@@ -36,6 +36,7 @@ from .pad_ops import OP_DEFS as _PAD_OP_DEFS
 from .pad_ops import __all__ as _PAD_ALL
 from .pad_ops import broadcast_to, pad, tile  # noqa: F401
 from .registry import OpDef
+from .shape_ops import rank as _rank
 
 # --- Reshape --------------------------------------------------------------------------------
 
@@ -157,8 +158,6 @@ CONJUGATE_TRANSPOSE = OpDef("ConjugateTranspose", _transpose_infer,
 
 def transpose(a, perm=None, name="transpose", conjugate=False):
     """Permute `a`'s dimensions by `perm` (default: reversed); conjugate complex values too."""
-    from .shape_ops import rank as _rank
-
     with name_scope(name, "transpose", [a]) as scope:
         x = to_tensor(a)
         if perm is None:

@@ -24,6 +24,7 @@ from .basic_ops import constant_from_array
 from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
 from .conversion import constant_array, static_shape_from_tensor, static_value
 from .registry import OpDef
+from .shape_ops import shape as _shape
 
 _SMALL_CONSTANT = 1000  # elements: zeros/ones below this size become a Const, as in TF
 
@@ -149,8 +150,6 @@ ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel)
 
 
 def _filled_like(tensor, dtype, optimize, one: bool, name, default_name, op_def):
-    from .shape_ops import shape as _shape
-
     with name_scope(name, default_name, [tensor]) as scope:
         x = to_tensor(tensor, name="tensor")
         dtype = _dtypes.as_dtype(dtype) if dtype is not None else x.dtype

@@ -300,6 +300,7 @@ def add_n(inputs, name: str | None = None) -> Tensor:
         raise ValueError("inputs must be a non-empty list of Tensors with the same dtype and "
                          f"shape, got {inputs!r}.")
     graph = graph_for(inputs)
+    inputs = [t._as_graph_tensor() if hasattr(t, "_as_graph_tensor") else t for t in inputs]
     dtype = next((t.dtype for t in inputs if isinstance(t, Tensor)), None)
     tensors = [to_tensor(t, dtype=None if isinstance(t, Tensor) else dtype, graph=graph)
                for t in inputs]

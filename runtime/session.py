@@ -83,10 +83,11 @@ class Session:
         if trace is not None and run_metadata is not None:
             run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th)
                                        for op, s, e, th in trace]
+        fed_arrays = {id(v) for v in feeds.values()}
         results = {}
         for element in structure.elements:
-            results[element] = _fetch_value(values[element]) if isinstance(element, Tensor) \
-                else None
+            results[element] = (_fetch_value(values[element], fed_arrays)
+                                if isinstance(element, Tensor) else None)
         return structure.build(results)
 
     def _convert_feeds(self, feed_dict) -> dict:
@@ -206,12 +207,13 @@ def _session_for(session, graph):
     return session
 
 
-def _fetch_value(value):
+def _fetch_value(value, fed_arrays):
+    """A fetched value the caller owns: never a view of a feed, a constant or a variable."""
     if type(value) is VariableRef:
         value = value.read()
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             return value[()]  # scalars come back as NumPy scalars, as in TensorFlow
-        if not value.flags.writeable:
+        if not value.flags.writeable or not value.flags.owndata or id(value) in fed_arrays:
             return value.copy()
     return value

@@ -518,3 +518,15 @@ def test_one_session_used_from_many_threads():
         t.join()
     sess.close()
     assert not errors and len(results) == 6
+
+
+def test_fetched_values_never_alias_feeds_or_each_other():
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    same, view = tf.identity(x), tf.reshape(x, [3, 2])
+    fed = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with tf.Session() as sess:
+        out_same, out_view, out_x = sess.run([same, view, x], {x: fed})
+    for out in (out_same, out_view, out_x):
+        assert not np.shares_memory(out, fed)
+    out_view[0, 0] = 99.0
+    assert fed[0, 0] == 0.0 and out_same[0, 0] == 0.0
