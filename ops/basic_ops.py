@@ -147,7 +147,7 @@ def no_op(name=None):
 
 def group(*inputs, name=None):
     """An op that runs after every op (or tensor's producer) in `inputs`."""
-    from ..compiler.graph import _as_operation
+    from ..compiler.node import _as_operation
 
     flat = []
     for x in inputs:

@@ -497,9 +497,11 @@ def test_logical_xor_is_built_from_and_or_not():
 def test_variables_work_as_operands():
     v = tf.Variable([1.0, 2.0])
     y = v * 2 + tf.sqrt(v)
+    total = tf.add_n([v, [1, 1], v])  # the list's plain values take the variable's dtype
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         np.testing.assert_allclose(sess.run(y), [3.0, 4.0 + np.sqrt(2.0)])
+        np.testing.assert_array_equal(sess.run(total), [3.0, 5.0])
 
 
 def test_traits():
