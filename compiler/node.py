@@ -52,6 +52,15 @@ def _user_frames(limit: int = 8):
     return tuple(frames)
 
 
+def user_site() -> str:
+    """'file:line in fn' of the innermost user frame calling into flowjit ('' if none)."""
+    frames = _user_frames(limit=1)
+    if not frames:
+        return ""
+    filename, lineno, fn = frames[0]
+    return f"{filename}:{lineno} in {fn}"
+
+
 class Tensor:
     """A symbolic handle to one output of an Operation (TensorFlow 1.x `tf.Tensor`).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dtypes
 from ..compiler.graph import Operation, Tensor, get_default_graph
+from ..compiler.node import user_site
 from .conversion import convert_to_tensor
 
 
@@ -63,7 +64,7 @@ def binary_operands(x, y, op_type: str, names=("x", "y")):
         raise TypeError(f"Input '{names[1]}' of '{op_type}' Op has type {y.dtype.name} that "
                         f"does not match type {x.dtype.name} of argument '{names[0]}' "
                         f"({x.name} is {x.dtype.name}, {y.name} is {y.dtype.name}); "
-                        "use flowjit.cast to convert one of them.")
+                        f"use flowjit.cast to convert one of them. (At {user_site()})")
     return x, y
 
 
@@ -76,7 +77,7 @@ def _convert_operand(value, dtype, graph, op_type, param):
         return to_tensor(value, dtype=dtype, graph=graph, name=f"{op_type}/{param}")
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot convert {value!r} to {dtype.name} for input '{param}' of "
-                        f"'{op_type}' Op: {e}") from None
+                        f"'{op_type}' Op: {e} (At {user_site()})") from None
 
 
 def check_dtype(tensor: Tensor, allowed, param: str = "x"):
