@@ -32,6 +32,7 @@ class Trait(enum.Enum):
     SOURCE = enum.auto()          # takes no tensor inputs (constants, placeholders)
     SHAPE_ONLY = enum.auto()      # result depends only on input shapes, not values
     RUNTIME_VALUE = enum.auto()   # value known only when run (placeholders): never folded
+    BLOCKING = enum.auto()        # may wait on other ops or threads (queues): own pool thread
 
 
 @dataclasses.dataclass(eq=False)

@@ -23,9 +23,16 @@ import numpy as np
 
 from ..errors import (DeadlineExceededError, InvalidArgumentError, OpError,
                       ResourceExhaustedError)
+from ..ops.registry import Trait
 from .state import VariableRef
 
 CHECK_OUTPUTS = False  # tests turn this on: kernel outputs must match inferred dtype/shape
+
+# A ready op goes to the thread pool only when it touches at least this many input
+# elements (or may block): handing a tiny NumPy call to another thread costs more (~50 us
+# of queueing and GIL hand-off) than running it inline, as benchmarks/session_overhead.py
+# measured on wide graphs of small ops.
+POOL_MIN_ELEMENTS = 1 << 15
 
 
 class Plan:
@@ -196,36 +203,46 @@ def _execute_parallel(plan, values, state, pool, deadline, trace):
         start = time.perf_counter()
         try:
             _run_op(ops[i], values, state, deadline)
-            done.put((i, None, start))
+            done.put((i, None, (start, time.perf_counter(), threading.get_ident())))
         except BaseException as e:  # noqa: BLE001 - handed to the scheduling thread
-            done.put((i, e, start))
+            done.put((i, e, None))
 
-    def finish(i, start):
+    def finish(i, timing):
         if trace is not None:
-            trace.append((ops[i], start - t0, time.perf_counter() - t0, threading.get_ident()))
+            start, end, thread = timing
+            trace.append((ops[i], start - t0, end - t0, thread))
         for c in consumers[i]:
             pending[c] -= 1
             if pending[c] == 0:
                 ready.append(c)
 
+    def worth_a_thread(i):
+        op = ops[i]
+        if Trait.BLOCKING in op.op_def.traits:
+            return True
+        work = 0
+        for t in op.inputs:
+            work += getattr(values.get(t), "size", 0)
+        return work >= POOL_MIN_ELEMENTS
+
     while (ready and error is None) or in_flight:
         while ready and error is None:
             i = ready.popleft()
-            if not ready and in_flight == 0:  # nothing else to overlap with: run inline
+            if (not ready and in_flight == 0) or not worth_a_thread(i):  # run inline
                 start = time.perf_counter()
                 try:
                     _run_op(ops[i], values, state, deadline)
                 except BaseException as e:  # noqa: BLE001
                     error = e
                     break
-                finish(i, start)
+                finish(i, (start, time.perf_counter(), threading.get_ident()))
             else:
                 pool.submit(task, i)
                 in_flight += 1
         if in_flight:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                i, exc, start = done.get(timeout=timeout)
+                i, exc, timing = done.get(timeout=timeout)
             except queue.Empty:
                 error = error or _deadline_error(deadline)
                 break
@@ -233,6 +250,6 @@ def _execute_parallel(plan, values, state, pool, deadline, trace):
             if exc is not None:
                 error = error or exc
             elif error is None:
-                finish(i, start)
+                finish(i, timing)
     if error is not None:
         raise error

@@ -47,9 +47,13 @@ def _thread_kernel(ctx, inputs, attrs):
 
 
 COUNT = OpDef("TestCount", _same_as_input, _count_kernel, traits={Trait.STATEFUL})
-SLEEP = OpDef("TestSleep", _same_as_input, _sleep_kernel, traits={Trait.STATEFUL})
-BARRIER = OpDef("TestBarrier", _same_as_input, _barrier_kernel, traits={Trait.STATEFUL})
-THREAD = OpDef("TestThread", _same_as_input, _thread_kernel, traits={Trait.STATEFUL})
+# Blocking ops always get a pool thread; small non-blocking ops run inline.
+SLEEP = OpDef("TestSleep", _same_as_input, _sleep_kernel,
+              traits={Trait.STATEFUL, Trait.BLOCKING})
+BARRIER = OpDef("TestBarrier", _same_as_input, _barrier_kernel,
+                traits={Trait.STATEFUL, Trait.BLOCKING})
+THREAD = OpDef("TestThread", _same_as_input, _thread_kernel,
+               traits={Trait.STATEFUL, Trait.BLOCKING})
 def _fail_kernel(ctx, inputs, attrs):
     raise ZeroDivisionError("kernel exploded")
 
@@ -530,3 +534,20 @@ def test_fetched_values_never_alias_feeds_or_each_other():
         assert not np.shares_memory(out, fed)
     out_view[0, 0] = 99.0
     assert fed[0, 0] == 0.0 and out_same[0, 0] == 0.0
+
+
+def test_large_independent_ops_go_to_the_pool_small_ones_stay_inline():
+    big = tf.placeholder(tf.float64, [None], name="big")
+    branches = [big * float(k) for k in range(1, 4)]
+    meta = tf.RunMetadata()
+    opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    value = np.arange(100_000, dtype=np.float64)
+    with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=2)) as sess:
+        out = sess.run(branches, {big: value}, options=opts, run_metadata=meta)
+        pooled = {s.thread for s in meta.step_stats if s.op_type == "Mul"}
+        assert threading.get_ident() not in pooled or len(pooled) > 1
+        sess.run(branches, {big: value[:8]}, options=opts, run_metadata=meta)
+        small = {s.thread for s in meta.step_stats if s.op_type == "Mul"}
+        assert small == {threading.get_ident()}
+    for k, o in zip(range(1, 4), out):
+        np.testing.assert_array_equal(o, value * k)
