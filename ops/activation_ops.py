@@ -18,6 +18,7 @@ from .. import dtypes as _dtypes
 from ..compiler.graph import Tensor
 from ..compiler.shapes import TensorShape
 from ..errors import InvalidArgumentError
+from .array_common import move_axis_to_end
 from .builder import (FLOATS, NUMERIC, REALS, binary_operands, check_dtype,
                       graph_for, make_op, to_tensor)
 from .conversion import static_value
@@ -279,24 +280,6 @@ def _static_axis(axis, what="axis") -> int:
     return int(axis)
 
 
-def _swap_with_last(x: Tensor, axis: int):
-    """(transposed x, perm) so `axis` becomes the last dim; perm is its own inverse."""
-    from .array_ops import transpose
-
-    rank = x.shape.ndims
-    if rank is None:
-        raise ValueError(f"An axis other than -1 needs a known rank; {x.name} has unknown "
-                         "rank.")
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for {x.name} of rank {rank}.")
-    axis %= rank
-    if axis == rank - 1:
-        return x, None
-    perm = list(range(rank))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
-    return transpose(x, perm), perm
-
-
 def _softmax_like(op_def, logits, axis, name, dim) -> Tensor:
     axis = -1 if axis is None and dim is None else _deprecated_axis(axis, dim)
     axis = _static_axis(axis)
@@ -305,13 +288,13 @@ def _softmax_like(op_def, logits, axis, name, dim) -> Tensor:
         x = to_tensor(logits, name="logits")
         if axis == -1:
             return make_op(op_def, [x], {}, name=scope).outputs[0]
-        x, perm = _swap_with_last(x, axis)
+        x, inverse = move_axis_to_end(x, axis)
         y = make_op(op_def, [x], {}).outputs[0]
-        if perm is None:
+        if inverse is None:
             return y
         from .array_ops import transpose
 
-        return transpose(y, perm)
+        return transpose(y, inverse)
 
 
 def _deprecated_axis(axis, dim):

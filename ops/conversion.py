@@ -27,14 +27,15 @@ def _contains_tensor(value) -> bool:
     return False
 
 
-def _first_tensor_dtype(value):
+def first_tensor_dtype(value):
+    """The dtype of the first Tensor (or Variable) in a possibly nested list, else None."""
     if hasattr(value, "_as_graph_tensor"):
         value = value._as_graph_tensor()
     if isinstance(value, Tensor):
         return value.dtype
     if isinstance(value, (list, tuple)):
         for v in value:
-            d = _first_tensor_dtype(v)
+            d = first_tensor_dtype(v)
             if d is not None:
                 return d
     return None
@@ -128,7 +129,7 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
         from .array_ops import stack  # auto-packing
 
         if dtype is None:
-            dtype = _first_tensor_dtype(value)
+            dtype = first_tensor_dtype(value)
         parts = [convert_to_tensor(v, dtype=dtype) for v in value]
         return stack(parts, name=name or "packed")
     if dtype is None and preferred_dtype is not None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..compiler.graph import Tensor
 from ..errors import InvalidArgumentError
+from .array_common import move_axis_to_end
 from .activation_ops import _compute_dtype, _shifted, _static_axis, relu
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef, Trait
@@ -108,28 +109,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
             name or "softmax_cross_entropy_with_logits") as scope:
         logits = to_tensor(logits, name="logits")
         labels = to_tensor(labels, dtype=logits.dtype, name="labels")
-        logits = _move_axis_to_end(logits, axis)
-        labels = _move_axis_to_end(labels, axis)
+        logits = move_axis_to_end(logits, axis)[0]
+        labels = move_axis_to_end(labels, axis)[0]
         return make_op(SOFTMAX_XENT, [logits, labels], {}, name=scope).outputs[0]
-
-
-def _move_axis_to_end(x: Tensor, axis: int) -> Tensor:
-    """`x` with the class axis moved last (the other axes keep their order)."""
-    if axis == -1:
-        return x
-    from .array_ops import transpose
-
-    rank = x.shape.ndims
-    if rank is None:
-        raise ValueError(f"A class axis other than -1 needs a known rank; {x.name} has "
-                         "unknown rank.")
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for {x.name} of rank {rank}.")
-    axis %= rank
-    if axis == rank - 1:
-        return x
-    perm = [d for d in range(rank) if d != axis] + [axis]
-    return transpose(x, perm)
 
 
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,

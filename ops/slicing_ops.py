@@ -26,7 +26,7 @@ from ..compiler.shapes import Dimension, TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import gather_ops
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
-from .conversion import static_value
+from .conversion import first_tensor_dtype, static_value
 from .gather_ops import boolean_mask, gather, gather_nd
 from .registry import OpDef
 from .slice_spec import NEW_AXIS, dense_spec, dim_bounds, output_dims
@@ -85,12 +85,7 @@ def _index_inputs(op, params):
 
 def _index_tensors(values, names, graph):
     """Convert begin/end/... arguments: Python values take the dtype of a Tensor argument."""
-    dtype = None
-    for v in values:
-        v = v._as_graph_tensor() if hasattr(v, "_as_graph_tensor") else v
-        if isinstance(v, Tensor):
-            dtype = v.dtype
-            break
+    dtype = first_tensor_dtype(values)
     if dtype is None:
         return [to_tensor(v, graph=graph, name=n) for v, n in zip(values, names)]
     out = []
