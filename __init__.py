@@ -35,6 +35,7 @@ from .ops.variables import (Variable, all_variables, assign, assign_add, assign_
 from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                  get_variable_scope, variable_scope)
 from .runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from .runtime.jit import jit
 from .runtime.session import InteractiveSession, Session, get_default_session
 from . import gfile, nn, train  # noqa: E402
 

@@ -15,8 +15,9 @@ Method (the project's benchmarking rules):
   (process CPU time / wall time) are printed per row;
 - `/proc/stat` is read around each batch: when other processes kept more than a quarter of
   a core busy meanwhile, the batch is retried (at most twice) and the retries counted.
+  The measuring itself lives in `benchmarks/timing.py`, shared with the compiler benchmark.
 
-Run: `python -m flowjit bench` (or `python -m flowjit.benchmarks.session_overhead`).
+Run: `python -m flowjit bench session` (or `python -m flowjit.benchmarks.session_overhead`).
 """
 
 from __future__ import annotations
@@ -25,86 +26,12 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
+from .timing import Measurement, measure
+
 RTOL, ATOL = 1e-5, 1e-6
-BUSY_ELSEWHERE_LIMIT = 0.25  # cores
-MAX_RETRIES = 2
-
-
-# --- measuring --------------------------------------------------------------------------------
-
-
-def _busy_cpu_seconds():
-    """Seconds all CPUs spent busy (not idle/iowait) since boot, or None without /proc."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def time_batch(fn, calls: int):
-    """(seconds per call, cores busy elsewhere, cores this process used) for `calls` calls."""
-    busy0, cpu0, t0 = _busy_cpu_seconds(), time.process_time(), time.perf_counter()
-    for _ in range(calls):
-        fn()
-    wall = time.perf_counter() - t0
-    own = time.process_time() - cpu0
-    busy1 = _busy_cpu_seconds()
-    elsewhere = 0.0 if busy0 is None else max(0.0, (busy1 - busy0 - own) / wall)
-    return wall / calls, elsewhere, own / wall
-
-
-def calibrate(fn, target_seconds: float) -> int:
-    """Number of calls that takes about `target_seconds` (after a warm-up call)."""
-    fn()
-    calls = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= target_seconds / 4 or calls >= 1 << 22:
-            return max(1, int(calls * target_seconds / max(elapsed, 1e-9)))
-        calls *= 4
-
-
-class Measurement:
-    """Per-call times of one variant over the repetitions."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.times: list = []
-        self.threads: list = []
-        self.retries = 0
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-
-def measure(variants: dict, repeats: int, target_seconds: float) -> list:
-    """Interleaved, calibrated timing of `variants` ({name: callable}); rotates the order."""
-    calls = {name: calibrate(fn, target_seconds) for name, fn in variants.items()}
-    results = {name: Measurement(name) for name in variants}
-    names = list(variants)
-    for rep in range(repeats):
-        shift = rep % len(names)
-        for name in names[shift:] + names[:shift]:
-            m = results[name]
-            for attempt in range(MAX_RETRIES + 1):
-                per_call, elsewhere, threads = time_batch(variants[name], calls[name])
-                if elsewhere <= BUSY_ELSEWHERE_LIMIT or attempt == MAX_RETRIES:
-                    break
-                m.retries += 1
-            m.times.append(per_call)
-            m.threads.append(threads)
-    return [results[name] for name in names]
 
 
 # --- the cases ---------------------------------------------------------------------------------

@@ -163,3 +163,24 @@ def group(*inputs, name=None):
 
 
 OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, NO_OP)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _lower_const(ctx, op, inputs):
+    from ..compiler import ir
+    from ..compiler.lowering import NotLowerable
+
+    value = op.get_attr("value")
+    dtype = op.get_attr("dtype")
+    if dtype.is_complex or dtype is _dtypes.string:
+        raise NotLowerable(f"{dtype.name} constants are not compiled")
+    if value.size == 1:
+        shape = [ir.index(d) for d in value.shape]
+        return [ir.compute(dtype, shape, ir.axis_vars(len(shape)),
+                           ir.const(value.reshape(()).item(), dtype))]
+    return [ctx.constant(value)]
+
+
+CONST.lower = _lower_const
+IDENTITY.lower = lambda ctx, op, inputs: [inputs[0]]
+PLACEHOLDER_WITH_DEFAULT.lower = lambda ctx, op, inputs: [inputs[0]]

@@ -318,3 +318,33 @@ __all__ = [
 
 OP_DEFS = (ADD, SUB, MUL, REAL_DIV, FLOOR_DIV, FLOOR_MOD, TRUNCATE_DIV, TRUNCATE_MOD, POW,
            MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, ATAN2, ADD_N)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _attach_lowerings():
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from .lower_util import elementwise_lowering, lower_as, not_for_integers
+
+    for op_def, kind in ((ADD, S.ADD), (SUB, S.SUB), (MUL, S.MUL), (REAL_DIV, S.DIV),
+                         (FLOOR_DIV, S.FLOORDIV), (FLOOR_MOD, S.MOD), (MAXIMUM, S.MAX),
+                         (MINIMUM, S.MIN), (ATAN2, S.ATAN2)):
+        op_def.lower = lower_as(kind)
+    POW.lower = lower_as(S.POW, check=not_for_integers)
+
+    def sqdiff(dt, x, y):
+        d = ir.make(S.SUB, dt, (x, y))
+        return ir.make(S.MUL, dt, (d, d))
+
+    SQUARED_DIFFERENCE.lower = elementwise_lowering(sqdiff)
+
+    def add_n(dt, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = ir.make(S.ADD, dt, (out, x))
+        return out
+
+    ADD_N.lower = elementwise_lowering(add_n)
+
+
+_attach_lowerings()

@@ -94,3 +94,17 @@ __all__ = [
 ]
 
 OP_DEFS = (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, LOGICAL_AND, LOGICAL_OR)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _attach_lowerings():
+    from ..compiler.ir import Scalar as S
+    from .lower_util import lower_as
+
+    for op_def, kind in ((EQUAL, S.EQ), (NOT_EQUAL, S.NE), (LESS, S.LT), (LESS_EQUAL, S.LE),
+                         (GREATER, S.GT), (GREATER_EQUAL, S.GE), (LOGICAL_AND, S.AND),
+                         (LOGICAL_OR, S.OR)):
+        op_def.lower = lower_as(kind)
+
+
+_attach_lowerings()

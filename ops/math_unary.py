@@ -306,3 +306,32 @@ __all__ = [
 OP_DEFS = (NEG, ABS, COMPLEX_ABS, SIGN, SQUARE, SQRT, RSQRT, RECIPROCAL, EXP, EXPM1, LOG,
            LOG1P, SIN, COS, TAN, TANH, SIGMOID, ERF, FLOOR, CEIL, ROUND, LOGICAL_NOT, IS_NAN,
            IS_INF, IS_FINITE, CAST)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _attach_lowerings():
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from .lower_util import elementwise_lowering, lower_as
+
+    def one(dt):
+        return ir.const(1, dt)
+
+    for op_def, kind in ((NEG, S.NEG), (ABS, S.ABS), (SIGN, S.SIGN), (SQRT, S.SQRT),
+                         (EXP, S.EXP), (EXPM1, S.EXPM1), (LOG, S.LOG), (LOG1P, S.LOG1P),
+                         (SIN, S.SIN), (COS, S.COS), (TAN, S.TAN), (TANH, S.TANH),
+                         (SIGMOID, S.SIGMOID), (ERF, S.ERF), (FLOOR, S.FLOOR), (CEIL, S.CEIL),
+                         (LOGICAL_NOT, S.NOT), (IS_NAN, S.ISNAN), (IS_INF, S.ISINF)):
+        op_def.lower = lower_as(kind)
+    ROUND.lower = elementwise_lowering(
+        lambda dt, x: x if dt.is_integer else ir.make(S.ROUND, dt, (x,)))
+    SQUARE.lower = elementwise_lowering(lambda dt, x: ir.make(S.MUL, dt, (x, x)))
+    RSQRT.lower = elementwise_lowering(
+        lambda dt, x: ir.make(S.DIV, dt, (one(dt), ir.make(S.SQRT, dt, (x,)))))
+    RECIPROCAL.lower = elementwise_lowering(lambda dt, x: ir.make(S.DIV, dt, (one(dt), x)))
+    IS_FINITE.lower = elementwise_lowering(lambda dt, x: ir.make(S.NOT, dt, (ir.make(
+        S.OR, dt, (ir.make(S.ISNAN, dt, (x,)), ir.make(S.ISINF, dt, (x,)))),)))
+    CAST.lower = elementwise_lowering(lambda dt, x: ir.make(S.CAST, dt, (x,)))
+
+
+_attach_lowerings()

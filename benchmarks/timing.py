@@ -1,0 +1,144 @@
+"""Shared timing helpers of the benchmarks: calibrated batches, interleaving, interference.
+
+What every benchmark here measures the same way (see the project's benchmarking rules):
+
+- `calibrate` finds how many calls of a variant take about `target_seconds` (one call when a
+  single call is already that long), after a warm-up call;
+- `time_batch` times one batch and reads `/proc/stat` around it, so it also returns how many
+  cores *other* processes kept busy meanwhile and how many cores this process used (process
+  CPU time / wall time: the threads actually used);
+- `measure` times several variants in interleaved repetitions (A B C, then B C A, ...),
+  retrying a batch (at most `MAX_RETRIES` times) that ran while more than
+  `BUSY_ELSEWHERE_LIMIT` cores were busy elsewhere, and counts the retries;
+- `thread_env` is the environment that pins every runtime (OpenMP, BLAS, numba, numexpr,
+  XLA) to one thread count; benchmarks run their measurements in a child process started with
+  it, because most runtimes read these variables once, at import.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Callable
+
+BUSY_ELSEWHERE_LIMIT = 0.25  # cores
+MAX_RETRIES = 2
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                   "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+                   "NUMEXPR_MAX_THREADS")
+
+
+def thread_env(threads: int, base: dict | None = None) -> dict:
+    """A copy of `base` (default os.environ) with every thread-count variable set to `threads`.
+
+    XLA (JAX, TensorFlow) has no thread-count variable; for one thread its Eigen pool is turned
+    off through XLA_FLAGS.  `FLOWJIT_BENCH_THREADS` tells the child the intended count, which
+    it also enforces with CPU affinity (`pin_threads`).
+    """
+    env = dict(os.environ if base is None else base)
+    for var in THREAD_ENV_VARS:
+        env[var] = str(threads)
+    env["FLOWJIT_BENCH_THREADS"] = str(threads)
+    if threads == 1:
+        flags = env.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return env
+
+
+def pin_threads(threads: int) -> int:
+    """Restrict this process to the first `threads` CPUs it may use; returns the CPUs kept.
+
+    Thread-count variables cover most runtimes; affinity also bounds the ones that size their
+    pools from the hardware (XLA's CPU client, for one).  Without `sched_setaffinity`
+    (not Linux) nothing changes and os.cpu_count() is returned.
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    cpus = sorted(os.sched_getaffinity(0))
+    if 0 < threads < len(cpus):
+        os.sched_setaffinity(0, set(cpus[:threads]))
+        return threads
+    return len(cpus)
+
+
+def _busy_cpu_seconds():
+    """Seconds all CPUs spent busy (not idle/iowait) since boot, or None without /proc."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def time_batch(fn: Callable[[], object], calls: int):
+    """(seconds per call, cores busy elsewhere, cores this process used) for `calls` calls."""
+    busy0, cpu0, t0 = _busy_cpu_seconds(), time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        fn()
+    wall = time.perf_counter() - t0
+    own = time.process_time() - cpu0
+    busy1 = _busy_cpu_seconds()
+    elsewhere = 0.0 if busy0 is None else max(0.0, (busy1 - busy0 - own) / wall)
+    return wall / calls, elsewhere, own / wall
+
+
+def calibrate(fn: Callable[[], object], target_seconds: float) -> int:
+    """Number of calls that takes about `target_seconds` (after a warm-up call)."""
+    fn()
+    calls = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= target_seconds / 4 or calls >= 1 << 22:
+            return max(1, int(calls * target_seconds / max(elapsed, 1e-9)))
+        calls *= 4
+
+
+class Measurement:
+    """Per-call times of one variant over the repetitions."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.times: list = []
+        self.threads: list = []
+        self.retries = 0
+        self.calls = 0
+
+    @property
+    def median(self) -> float:
+        """Median seconds per call."""
+        return statistics.median(self.times)
+
+    @property
+    def median_threads(self) -> float:
+        """Median cores used (process CPU time / wall time) over the batches."""
+        return statistics.median(self.threads)
+
+
+def measure(variants: dict, repeats: int, target_seconds: float) -> list:
+    """Interleaved, calibrated timing of `variants` ({name: callable}); rotates the order.
+
+    Returns one `Measurement` per variant, in the order of `variants`.
+    """
+    calls = {name: calibrate(fn, target_seconds) for name, fn in variants.items()}
+    results = {name: Measurement(name) for name in variants}
+    names = list(variants)
+    for rep in range(repeats):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            m = results[name]
+            m.calls = calls[name]
+            for attempt in range(MAX_RETRIES + 1):
+                per_call, elsewhere, threads = time_batch(variants[name], calls[name])
+                if elsewhere <= BUSY_ELSEWHERE_LIMIT or attempt == MAX_RETRIES:
+                    break
+                m.retries += 1
+            m.times.append(per_call)
+            m.threads.append(threads)
+    return [results[name] for name in names]

@@ -1,0 +1,127 @@
+"""Graph → kernel IR: lower a cluster of graph ops into a `Program`.
+
+`lower_cluster` walks the cluster's ops in graph order and calls each op definition's
+`lower(ctx, op, inputs)` (inputs are IR Nodes, one per op input) to get one Node per
+output.  An op without a lowering, or whose lowering raises `NotLowerable`, cannot be
+compiled; the clustering step keeps such ops with the executor.
+
+`LowerContext` gives lowerings what they need beyond their input nodes: static values of
+small int inputs (axes, permutations) and *symbolic* values of shape vectors (so
+`reshape(x, [shape(x)[0], -1])` lowers without knowing sizes), extra inputs for array
+constants, and runtime size checks (two unknown sizes that must agree).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.conversion import static_value
+from . import ir
+from .ir import Expr, Node, Scalar
+
+
+class NotLowerable(Exception):
+    """An op that cannot be compiled (no lowering, or an unsupported form); says why."""
+
+
+class LowerContext:
+    """State of one lowering: tensor → node map, extra constant inputs, runtime checks."""
+
+    def __init__(self, input_tensors, input_specs):
+        self.nodes: dict = {}            # graph Tensor -> ir.Node
+        self.checks: list = []           # (bool Expr, message)
+        self.constants: list = []        # arrays passed as extra inputs, by position
+        self.inputs: list = []           # ir INPUT nodes, by position
+        for t, (dtype, static_shape) in zip(input_tensors, input_specs):
+            node = ir.input_node(len(self.inputs), dtype, static_shape)
+            self.inputs.append(node)
+            self.nodes[t] = node
+
+    # --- values lowerings may ask for ----------------------------------------------------------
+    def static(self, tensor, what: str = "argument") -> np.ndarray:
+        """The value of a graph tensor known while compiling, else NotLowerable."""
+        value = static_value(tensor)
+        if value is None:
+            raise NotLowerable(f"{what} ({tensor.name}) must be known when compiling")
+        return value
+
+    def symbolic_ints(self, tensor) -> list:
+        """A rank-0/1 int tensor as a list of int64 Exprs (sizes may be runtime values)."""
+        value = static_value(tensor)
+        if value is not None:
+            return [ir.index(int(v)) for v in np.asarray(value).reshape(-1)]
+        op = tensor.op
+        if op.type == "Shape":
+            return list(self.node_of(op.inputs[0]).shape)
+        if op.type == "Size":
+            return [_product(self.node_of(op.inputs[0]).shape)]
+        if op.type == "Pack" and op.get_attr("axis") == 0:
+            out = []
+            for t in op.inputs:
+                out.extend(self.symbolic_ints(t))
+            return out
+        if op.type in ("Cast", "Identity"):
+            return self.symbolic_ints(op.inputs[0])
+        if op.type == "StridedSlice" and op.get_attr("shrink_axis_mask") == 1:
+            vec = self.symbolic_ints(op.inputs[0])
+            begin = int(self.static(op.inputs[1])[0])
+            return [vec[begin]]
+        if op.type in ("Mul", "Add", "Sub", "FloorDiv"):
+            a, b = (self.symbolic_ints(t) for t in op.inputs)
+            if len(a) == len(b) == 1:
+                kind = {"Mul": Scalar.MUL, "Add": Scalar.ADD, "Sub": Scalar.SUB,
+                        "FloorDiv": Scalar.FLOORDIV}[op.type]
+                return [ir.make(kind, ir.INDEX, (a[0], b[0]))]
+        raise NotLowerable(f"the integer vector {tensor.name} (from {op.type}) is not known "
+                           "while compiling")
+
+    def node_of(self, tensor) -> Node:
+        return self.nodes[tensor]
+
+    def constant(self, value: np.ndarray) -> Node:
+        """An array constant: passed to the compiled function as an extra input."""
+        value = np.ascontiguousarray(value)
+        from .. import dtypes
+
+        position = len(self.inputs)
+        node = ir.input_node(position, dtypes.as_dtype(value.dtype), value.shape)
+        self.inputs.append(node)
+        self.constants.append((position, value))
+        return node
+
+    def check_equal(self, a: Expr, b: Expr, message: str):
+        """Require two sizes to be equal at run time (skipped when provably equal)."""
+        if a is b:
+            return
+        if ir.is_const(a) and ir.is_const(b):
+            if a.attr != b.attr:
+                raise ValueError(message)
+            return
+        self.checks.append((ir.make(Scalar.EQ, "bool", (a, b)), message))
+
+
+def _product(dims) -> Expr:
+    out = ir.index(1)
+    for d in dims:
+        out = d if ir.is_const(out, 1) else ir.make(Scalar.MUL, ir.INDEX, (out, d))
+    return out
+
+
+def lower_cluster(ops, input_tensors, input_specs, output_tensors):
+    """Lower `ops` (in graph order) given cluster inputs; returns (Program, constants)."""
+    ctx = LowerContext(input_tensors, input_specs)
+    for op in ops:
+        lower = op.op_def.lower
+        if lower is None:
+            raise NotLowerable(f"{op.type} has no lowering")
+        ins = [ctx.nodes[t] for t in op.inputs]
+        outs = lower(ctx, op, ins)
+        if len(outs) != len(op.outputs):
+            raise NotLowerable(f"lowering of {op.type} returned {len(outs)} outputs")
+        for t, n in zip(op.outputs, outs):
+            if n.dtype is not t.dtype:
+                raise AssertionError(f"lowering of {op.type} gave {n.dtype.name} for "
+                                     f"{t.name} ({t.dtype.name})")
+            ctx.nodes[t] = n
+    program = ir.Program(ctx.inputs, [ctx.nodes[t] for t in output_tensors], ctx.checks)
+    return program, ctx.constants

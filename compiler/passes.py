@@ -1,0 +1,166 @@
+"""IR-to-IR passes: constant folding, algebraic simplification, CSE, DCE.
+
+Each pass is a function `Program -> Program` (DESIGN.md principle 3) listed by name in
+`compiler/pipeline.py`.  Nodes are immutable, so a pass rebuilds every node whose body or
+producers changed (`rewrite_program`) and interning shares whatever comes out equal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ir
+from .ir import NodeKind, Scalar
+
+
+def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
+    """Rebuild every node with `expr_fn(expr)` applied bottom-up to its body and shape."""
+    node_map: dict = {}
+    expr_memo: dict = {}
+
+    def rw(e):
+        hit = expr_memo.get(id(e))
+        if hit is not None:
+            return hit
+        if e.op is Scalar.LOAD:
+            node = new_node(e.attr)
+            args = tuple(rw(a) for a in e.args)
+            out = ir.load(node, args)
+        elif e.args:
+            args = tuple(rw(a) for a in e.args)
+            out = ir.make(e.op, e.dtype, args, e.attr)
+        else:
+            out = e
+        out = expr_fn(out)
+        expr_memo[id(e)] = out
+        return out
+
+    def new_node(n):
+        hit = node_map.get(id(n))
+        if hit is not None:
+            return hit
+        shape = tuple(rw(d) for d in n.shape)
+        if n.kind is NodeKind.INPUT:
+            out = n
+        elif n.kind is NodeKind.COMPUTE:
+            out = ir.compute(n.dtype, shape, n.axes, rw(n.body))
+        elif n.kind is NodeKind.REDUCE:
+            out = ir.reduce(n.dtype, shape, n.axes, n.raxes, tuple(rw(d) for d in n.rshape),
+                            rw(n.body), n.attr)
+        elif n.kind is NodeKind.MATMUL:
+            a, b = (new_node(x) for x in n.inputs)
+            out = ir.matmul(a, b, n.attr[0], n.attr[1], shape)
+        else:
+            out = ir.reshape(new_node(n.inputs[0]), shape)
+        node_map[id(n)] = out
+        return out
+
+    for n in program.nodes():
+        new_node(n)
+    outputs = [new_node(o) for o in program.outputs]
+    checks = []
+    for cond, msg in program.checks:
+        c = rw(cond)
+        if ir.is_const(c, True):
+            continue
+        if ir.is_const(c, False):
+            raise ValueError(msg)
+        checks.append((c, msg))
+    return ir.Program(program.inputs, outputs, checks)
+
+
+_FOLD = {Scalar.ADD: lambda a, b: a + b, Scalar.SUB: lambda a, b: a - b,
+         Scalar.MUL: lambda a, b: a * b, Scalar.MAX: max, Scalar.MIN: min,
+         Scalar.EQ: lambda a, b: a == b, Scalar.NE: lambda a, b: a != b,
+         Scalar.LT: lambda a, b: a < b, Scalar.LE: lambda a, b: a <= b,
+         Scalar.GT: lambda a, b: a > b, Scalar.GE: lambda a, b: a >= b,
+         Scalar.AND: lambda a, b: a and b, Scalar.OR: lambda a, b: a or b}
+
+
+def _fold(e):
+    """CONST op CONST -> CONST, computed in the expression's dtype with NumPy."""
+    if not e.args or not all(a.op is Scalar.CONST for a in e.args):
+        return e
+    if e.op in _FOLD and e.dtype.is_numeric or e.op in _FOLD and e.dtype.is_bool:
+        with np.errstate(all="ignore"):
+            vals = [np.asarray(a.attr, dtype=a.dtype.np_dtype)[()] for a in e.args]
+            value = _FOLD[e.op](*vals)
+            value = np.asarray(value).astype(e.dtype.np_dtype)[()]
+        if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+            return ir.const(float(value), e.dtype)
+        return ir.const(value.item(), e.dtype)
+    if e.op is Scalar.CAST:
+        with np.errstate(all="ignore"):
+            value = np.asarray(e.args[0].attr, dtype=e.args[0].dtype.np_dtype)
+            if e.dtype.is_bool:
+                return ir.const(bool(value != 0), e.dtype)
+            return ir.const(value.astype(e.dtype.np_dtype)[()].item(), e.dtype)
+    if e.op is Scalar.NEG and e.dtype.is_floating:
+        return ir.const(-e.args[0].attr, e.dtype)
+    return e
+
+
+def constant_fold(program: ir.Program) -> ir.Program:
+    """Evaluate operations whose operands are all constants."""
+    return rewrite_program(program, _fold)
+
+
+def _simplify(e):
+    op, a = e.op, e.args
+    if op is Scalar.MUL:
+        if ir.is_const(a[1], 1) and a[0].dtype is e.dtype:
+            return a[0]
+        if ir.is_const(a[0], 1) and a[1].dtype is e.dtype:
+            return a[1]
+        if e.dtype.is_integer and (ir.is_const(a[0], 0) or ir.is_const(a[1], 0)):
+            return ir.const(0, e.dtype)
+    if op is Scalar.ADD:
+        if ir.is_const(a[1], 0) and a[0].dtype is e.dtype:
+            return a[0]
+        if ir.is_const(a[0], 0) and a[1].dtype is e.dtype:
+            return a[1]
+    if op is Scalar.SUB and ir.is_const(a[1], 0) and a[0].dtype is e.dtype:
+        return a[0]
+    if op is Scalar.DIV and ir.is_const(a[1], 1) and a[0].dtype is e.dtype:
+        return a[0]
+    if op is Scalar.NEG and a[0].op is Scalar.NEG:
+        return a[0].args[0]
+    if op is Scalar.CAST and a[0].dtype is e.dtype:
+        return a[0]
+    if op is Scalar.SELECT:
+        if ir.is_const(a[0], True):
+            return a[1]
+        if ir.is_const(a[0], False):
+            return a[2]
+        if a[1] is a[2]:
+            return a[1]
+    if op is Scalar.LOAD and e.attr.kind is NodeKind.COMPUTE and \
+            all(d is ir.index(1) for d in e.attr.shape) and ir.is_const(e.attr.body):
+        return e.attr.body  # a broadcast scalar constant
+    return e
+
+
+def simplify(program: ir.Program) -> ir.Program:
+    """Algebraic identities: x*1, x+0, x-0, x/1, --x, same-type casts, constant selects."""
+    return rewrite_program(program, lambda e: _simplify(_fold(e)))
+
+
+def eliminate_common_subexpressions(program: ir.Program) -> ir.Program:
+    """Re-intern every node and expression: structurally equal ones become one object.
+
+    Building already interns, so this only matters after passes that rewrote parts of a
+    program; it is kept as a named stage so its effect can be dumped and tested."""
+    return rewrite_program(program, lambda e: e)
+
+
+def eliminate_dead_code(program: ir.Program) -> ir.Program:
+    """Keep only nodes the outputs need (Program.nodes() walks from the outputs) and drop
+    duplicate size checks."""
+    seen, checks = set(), []
+    for cond, msg in program.checks:
+        if id(cond) not in seen:
+            seen.add(id(cond))
+            checks.append((cond, msg))
+    return program.replace(checks=checks)

@@ -1,0 +1,98 @@
+"""The compiler pipeline: every stage, in order, by name; each can be dumped.
+
+`compile_cluster(ops, inputs, specs, outputs)` lowers a cluster of graph ops to kernel IR,
+runs the IR passes of `PASSES` in order, schedules (fusion and loop grouping, then tiling
+and memory planning decisions recorded on the schedule), generates the CPU module and
+builds it.  `Stages` keeps the text of every stage; `FLOWJIT_DUMP=<dir>` writes them to
+files as they are produced (DESIGN.md principles 3 and 7).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from . import passes
+from .ir_text import program_text
+from .lowering import lower_cluster
+from .schedule import make_schedule
+
+PASSES = (
+    ("constant_fold", passes.constant_fold),
+    ("simplify", passes.simplify),
+    ("cse", passes.eliminate_common_subexpressions),
+    ("dce", passes.eliminate_dead_code),
+)
+
+
+@dataclasses.dataclass
+class Stages:
+    """Readable text of each pipeline stage, in order."""
+
+    items: list = dataclasses.field(default_factory=list)
+
+    def add(self, name: str, text: str):
+        self.items.append((name, text))
+        dump_dir = os.environ.get("FLOWJIT_DUMP")
+        if dump_dir:
+            os.makedirs(dump_dir, exist_ok=True)
+            index = len(self.items)
+            with open(os.path.join(dump_dir, f"{index:02d}_{name}.txt"), "w") as f:
+                f.write(text + "\n")
+
+    def text(self, name: str) -> str:
+        for n, t in self.items:
+            if n == name:
+                return t
+        raise KeyError(name)
+
+    def __str__(self):
+        return "\n\n".join(f"=== {n} ===\n{t}" for n, t in self.items)
+
+
+@dataclasses.dataclass
+class CompiledCluster:
+    """A compiled cluster: call `kernel(*inputs, *constants)` to get a tuple of outputs."""
+
+    kernel: object
+    source: str
+    constants: list
+    stages: Stages
+    schedule: object
+
+
+def optimize(program, stages: Stages):
+    """Run every IR pass in order, recording each result."""
+    for name, fn in PASSES:
+        program = fn(program)
+        stages.add(name, program_text(program))
+    return program
+
+
+def schedule_text(schedule) -> str:
+    lines = ["fusion and grouping decisions:"] + [f"  {n}" for n in schedule.notes]
+    for gi, g in enumerate(schedule.groups):
+        members = ", ".join(m.name + (" (register)" if id(m) in schedule.local else "")
+                            for m in g.members)
+        lines.append(f"loop nest {gi} [{g.kind}] outer dims {len(g.outer)}: {members}; "
+                     f"outer loop parallel when the work is large")
+    return "\n".join(lines)
+
+
+def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = ""):
+    """Lower, optimize, schedule, generate and build one cluster."""
+    from ..targets.cpu.build import build_kernel
+    from ..targets.cpu.codegen import generate_source
+
+    stages = Stages()
+    if graph_text:
+        stages.add("graph", graph_text)
+    program, constants = lower_cluster(ops, input_tensors, input_specs, output_tensors)
+    stages.add("lowered", program_text(program))
+    program = optimize(program, stages)
+    schedule = make_schedule(program)
+    stages.add("schedule", schedule_text(schedule))
+    source = generate_source(schedule)
+    stages.add("source", source)
+    kernel = build_kernel(source)
+    return CompiledCluster(kernel, source, [c for _, c in constants], stages, schedule)

@@ -1,0 +1,231 @@
+"""Fusion and loop grouping: decide which IR nodes get buffers and which loop nests hold them.
+
+Input: a simplified `Program`.  Output: a `Schedule` —
+- `inline`: nodes folded into every consumer's expression (elementwise fusion; also
+  elementwise producers of reductions, so they fuse into the reduction loop);
+- `groups`: loop nests in execution order.  A group shares an *outer* iteration space;
+  its members are materialized nodes computed inside it, one after another per outer
+  index.  So softmax becomes one group over rows holding max-reduce, sum-reduce and the
+  normalizing loop (reduction fusion with broadcast-back consumers), and two elementwise
+  outputs of one shape share one loop (multi-output fusion);
+- `local`: group members only read inside their group at the current outer index: kept in
+  a scalar variable, never stored;
+- `notes`: why each pair of neighbouring nodes was or was not fused (for `lower()`).
+
+Rules (each recorded in `notes` when it splits a fusion):
+- program outputs, REDUCE, MATMUL, RESHAPE and inputs of MATMUL/RESHAPE are materialized;
+- a COMPUTE read by several consumers is materialized if it is expensive (transcendental
+  functions or a body of more than 12 operations), otherwise recomputed in each;
+- a node joins the current group when its leading dimensions are the group's outer space
+  and it reads earlier members only at the current outer index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import ir
+from .ir import Node, NodeKind, Scalar
+
+_EXPENSIVE_BODY = 12
+
+
+@dataclasses.dataclass
+class Group:
+    """One loop nest: `outer` dims shared by `members` (materialized nodes, in order)."""
+
+    outer: tuple
+    members: list
+    kind: str = "loop"           # "loop" | "matmul" | "reshape"
+    parallel: str = "outer"      # which loop may run in parallel (decided at run time)
+
+
+@dataclasses.dataclass
+class Schedule:
+    program: ir.Program
+    inline: set                  # ids of inlined nodes
+    groups: list
+    local: set                   # ids of group members kept in registers
+    notes: list
+
+
+def _body_cost(node: Node) -> tuple:
+    ops, transcendental = 0, False
+    if node.body is None:
+        return 0, False
+    for e in ir.walk(node.body):
+        if e.args and e.op is not Scalar.LOAD:
+            ops += 1
+        if e.op in ir.TRANSCENDENTAL:
+            transcendental = True
+    return ops, transcendental
+
+
+def _loads(node: Node):
+    """(producer, index tuple) for every load in node's body and shape."""
+    if node.body is None:
+        return []
+    return [(e.attr, e.args) for e in ir.walk(node.body) if e.op is Scalar.LOAD]
+
+
+def decide_inlining(program: ir.Program):
+    """(inline ids, notes): which COMPUTE nodes fold into their consumers."""
+    nodes = program.nodes()
+    consumers: dict = {id(n): [] for n in nodes}
+    for n in nodes:
+        for p in ir.producers(n):
+            consumers[id(p)].append(n)
+    outputs = {id(o) for o in program.outputs}
+    must = set(outputs)
+    for n in nodes:
+        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE):
+            must.update(id(p) for p in n.inputs)
+    inline, notes = set(), []
+    for n in nodes:
+        if n.kind is not NodeKind.COMPUTE or id(n) in must:
+            if n.kind is NodeKind.COMPUTE and id(n) in outputs:
+                notes.append(f"{n.name}: materialized (program output)")
+            elif n.kind is NodeKind.COMPUTE:
+                notes.append(f"{n.name}: materialized (read by a BLAS call or a view)")
+            continue
+        users = consumers[id(n)]
+        cost, transcendental = _body_cost(n)
+        if len(users) > 1 and (transcendental or cost > _EXPENSIVE_BODY):
+            names = ", ".join(u.name for u in users)
+            notes.append(f"{n.name}: materialized, not fused into {names} (read by "
+                         f"{len(users)} consumers and costly to recompute: {cost} ops"
+                         f"{', transcendental' if transcendental else ''})")
+            continue
+        inline.add(id(n))
+        notes.append(f"{n.name}: fused into {', '.join(u.name for u in users)}")
+    return inline, notes
+
+
+def resolve(expr, inline: set, nodes_by_id: dict):
+    """`expr` with loads of inlined nodes replaced by their (resolved) bodies."""
+    memo: dict = {}
+
+    def go(e):
+        m = memo.get(id(e))
+        if m is not None:
+            return m
+        if e.op is Scalar.LOAD and id(e.attr) in inline:
+            producer = e.attr
+            idx = [go(a) for a in e.args]
+            body = ir.substitute(producer.body, {id(v): i for v, i in zip(producer.axes, idx)})
+            out = go(body)
+        elif e.args:
+            args = tuple(go(a) for a in e.args)
+            out = e if all(a is b for a, b in zip(args, e.args)) else \
+                ir.make(e.op, e.dtype, args, e.attr)
+        else:
+            out = e
+        memo[id(e)] = out
+        return out
+
+    return go(expr)
+
+
+def _outer_space(node: Node) -> tuple:
+    if node.kind is NodeKind.REDUCE:
+        shape = list(node.shape)
+        while shape and ir.is_const(shape[-1], 1):
+            shape.pop()
+        return tuple(shape)
+    return tuple(node.shape)
+
+
+def _aligned(idx, p: int) -> bool:
+    """idx reads the current outer index (axis vars 0..p-1) and zeros after."""
+    for k, e in enumerate(idx):
+        if k < p:
+            if e is not ir.axis_var(k):
+                return False
+        elif not ir.is_const(e, 0):
+            return False
+    return True
+
+
+def group_nodes(program: ir.Program, inline: set, resolved: dict):
+    """Loop groups in execution order, the ids of register-local members, and notes."""
+    groups: list = []
+    notes: list = []
+    member_group: dict = {}
+    outputs = {id(o) for o in program.outputs}
+    for n in program.nodes():
+        if n.kind is NodeKind.INPUT or id(n) in inline:
+            continue
+        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE):
+            groups.append(Group(tuple(n.shape), [n], kind=n.kind.value))
+            member_group[id(n)] = len(groups) - 1
+            continue
+        current = groups[-1] if groups and groups[-1].kind == "loop" else None
+        body_loads = _loads_of(resolved[id(n)])
+        joined = False
+        if current is not None:
+            p = len(current.outer)
+            lead = tuple(n.shape[:p]) if n.kind is NodeKind.COMPUTE else _outer_space(n)[:p]
+            same_space = p > 0 and len(n.shape) >= p and lead == current.outer
+            reads_ok = all(_aligned(idx, p) and _fits_outer(prod, p)
+                           for prod, idx in body_loads
+                           if member_group.get(id(prod)) == len(groups) - 1)
+            if n.kind is NodeKind.REDUCE and _outer_space(n) != current.outer:
+                same_space = False
+            if same_space and reads_ok:
+                current.members.append(n)
+                member_group[id(n)] = len(groups) - 1
+                notes.append(f"{n.name}: same loop nest as {current.members[0].name} "
+                             f"(shares its outer loops)")
+                joined = True
+            elif current.members:
+                why = "different outer loop space" if not same_space else \
+                    "reads an earlier member at another index (needs it complete first)"
+                notes.append(f"{n.name}: new loop nest after {current.members[-1].name} "
+                             f"({why})")
+        if not joined:
+            groups.append(Group(_outer_space(n) if n.kind is NodeKind.REDUCE
+                                else tuple(n.shape), [n]))
+            member_group[id(n)] = len(groups) - 1
+    # members read only by later members of their own group at the aligned index stay local
+    readers: dict = {}
+    for g_index, g in enumerate(groups):
+        for m in g.members:
+            for prod, idx in (_loads_of(resolved[id(m)]) if id(m) in resolved else []):
+                readers.setdefault(id(prod), []).append((g_index, idx, len(g.outer)))
+        if g.kind != "loop":
+            for p in g.members[0].inputs:
+                readers.setdefault(id(p), []).append((-1, None, 0))
+    local = set()
+    for g_index, g in enumerate(groups):
+        if g.kind != "loop":
+            continue
+        for m in g.members:
+            if id(m) in outputs or not _fits_outer(m, len(g.outer)):
+                continue
+            uses = readers.get(id(m), [])
+            if all(gi == g_index and idx is not None and _aligned(idx, len(g.outer))
+                   for gi, idx, _ in uses):
+                local.add(id(m))
+    return groups, local, notes
+
+
+def _fits_outer(node: Node, p: int) -> bool:
+    """True when node's value at one outer index is a single scalar."""
+    return all(ir.is_const(d, 1) for d in node.shape[p:])
+
+
+def _loads_of(expr):
+    return [(e.attr, e.args) for e in ir.walk(expr) if e.op is Scalar.LOAD]
+
+
+def make_schedule(program: ir.Program) -> Schedule:
+    """Fusion decisions and loop groups for a program."""
+    inline, notes = decide_inlining(program)
+    nodes = program.nodes()
+    by_id = {id(n): n for n in nodes}
+    resolved = {id(n): resolve(n.body, inline, by_id) for n in nodes
+                if n.body is not None and id(n) not in inline}
+    groups, local, group_notes = group_nodes(program, inline, resolved)
+    sched = Schedule(program, inline, groups, local, notes + group_notes)
+    sched.resolved = resolved
+    return sched

@@ -1,0 +1,122 @@
+"""Tracing a Python function into a dataflow graph with abstract values.
+
+`trace(fn, args, kwargs, static_argnames)` calls `fn` once inside a fresh Graph: every
+array argument becomes a placeholder of its dtype and rank whose sizes are unknown — except
+sizes equal to 1, which are part of the signature so broadcasting is decided while
+compiling — and Python scalars (and `static_argnames`) are passed through as constants.
+The function's result (a tensor, or nested tuples/lists/dicts of tensors and constants) is
+flattened into output tensors with a rebuild template.
+
+`signature_of(args)` is the cache key: per array (dtype, rank, C-contiguity, which sizes
+are 1); per Python scalar its type and value.  A new batch size keeps the key, so it never
+recompiles (DESIGN.md principle 5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .graph import Graph, Tensor
+
+
+def array_key(a: np.ndarray):
+    return (a.dtype.char, tuple(d == 1 for d in a.shape))
+
+
+def signature_of(args, kwargs, static_names) -> tuple:
+    """The cache key for a call (raises TypeError for unsupported argument types)."""
+    key = []
+    for a in args:
+        key.append(_arg_key(a))
+    for k in sorted(kwargs):
+        v = kwargs[k]
+        key.append((k, _arg_key(v) if k not in static_names else ("static", _hashable(v))))
+    return tuple(key)
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def _arg_key(a):
+    if isinstance(a, np.ndarray):
+        return array_key(a)
+    if isinstance(a, (bool, int, float, complex, str, type(None))):
+        return (type(a).__name__, a)
+    if isinstance(a, np.generic):
+        return (a.dtype.char, a.item())
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__, tuple(_arg_key(x) for x in a))
+    raise TypeError(f"flowjit.jit cannot take an argument of type {type(a).__name__}; pass "
+                    "NumPy arrays or Python scalars.")
+
+
+@dataclasses.dataclass
+class Trace:
+    graph: Graph
+    placeholders: list          # Tensors, one per array argument (call order)
+    specs: list                 # (DType, static shape) per placeholder
+    outputs: list               # output Tensors (flattened)
+    template: object            # how to rebuild the result structure
+    constants: list             # non-tensor outputs, by template position
+
+
+def trace(fn, args, kwargs, static_names=()) -> Trace:
+    """Call fn with placeholders for its array arguments inside a new graph."""
+    from ..ops.basic_ops import placeholder
+
+    graph = Graph()
+    placeholders, specs = [], []
+
+    def abstract(a, name):
+        if isinstance(a, np.ndarray):
+            dtype = _dtypes.as_dtype(a.dtype)
+            shape = [1 if d == 1 else None for d in a.shape]
+            t = placeholder(dtype, shape, name=name)
+            placeholders.append(t)
+            specs.append((dtype, tuple(shape)))
+            return t
+        if isinstance(a, (list, tuple)):
+            return type(a)(abstract(x, f"{name}_{i}") for i, x in enumerate(a))
+        return a
+
+    with graph.as_default():
+        t_args = [abstract(a, f"arg{i}") for i, a in enumerate(args)]
+        t_kwargs = {k: (v if k in static_names else abstract(v, k)) for k, v in kwargs.items()}
+        result = fn(*t_args, **t_kwargs)
+        outputs, constants = [], []
+        template = _flatten(result, outputs, constants)
+    return Trace(graph, placeholders, specs, outputs, template, constants)
+
+
+def _flatten(x, outputs, constants):
+    if hasattr(x, "_as_graph_tensor"):
+        x = x._as_graph_tensor()
+    if isinstance(x, Tensor):
+        outputs.append(x)
+        return ("t", len(outputs) - 1)
+    if isinstance(x, dict):
+        return ("dict", [(k, _flatten(v, outputs, constants)) for k, v in x.items()])
+    if isinstance(x, (list, tuple)):
+        return (type(x), [_flatten(v, outputs, constants) for v in x])
+    constants.append(x)
+    return ("c", len(constants) - 1)
+
+
+def rebuild(template, values, constants):
+    """The function's result structure with tensors replaced by `values`."""
+    kind = template[0]
+    if kind == "t":
+        return values[template[1]]
+    if kind == "c":
+        return constants[template[1]]
+    if kind == "dict":
+        return {k: rebuild(v, values, constants) for k, v in template[1]}
+    return kind(rebuild(v, values, constants) for v in template[1])

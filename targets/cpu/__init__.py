@@ -1,0 +1,1 @@
+"""CPU target: numba code generation helpers (vectorizable math in vecmath)."""

@@ -1,0 +1,261 @@
+"""CPU code generation: a `Schedule` becomes the source of ONE numba function.
+
+The generated module is plain, readable Python: typed constants at the top, then
+`def kernel(in0, in1, ...)` that reads sizes, checks them, allocates outputs and runs each
+loop group.  Each group is emitted twice, under `if work >= PARALLEL_MIN_WORK:` with a
+`prange` outer loop and otherwise with `range`, so small inputs never pay for the thread
+pool (the choice is made at run time from the sizes).  Scalar code is emitted one
+operation per statement, each hoisted to the outermost loop it depends on.
+
+This module sees only kernel IR (`compiler.ir`) and the schedule; it knows no graph ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiler import ir
+from ...compiler.ir import Combiner, NodeKind, Scalar
+from ...compiler.schedule import Schedule
+from . import scalar_code
+
+PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
+
+
+class _Names:
+    def __init__(self):
+        self.count = 0
+
+    def fresh(self, prefix="v"):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+
+class _Emitter:
+    """Turns resolved expressions into hoisted statements for one loop nest."""
+
+    def __init__(self, gen, loop_vars):
+        self.gen = gen
+        self.levels = {id(v): k + 1 for k, v in enumerate(loop_vars)}
+        self.stmts: dict = {}     # level -> list of lines
+        self.names: dict = {}     # id(expr) -> (name, level)
+
+    def level_of(self, e) -> int:
+        hit = self.names.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if e.op is Scalar.VAR:
+            return self.levels.get(id(e), 0)
+        return max((self.level_of(a) for a in e.args), default=0)
+
+    def value(self, e) -> str:
+        """The Python expression (usually a temp name) computing `e`."""
+        hit = self.names.get(id(e))
+        if hit is not None:
+            return hit[0]
+        op = e.op
+        if op is Scalar.CONST:
+            return self.gen.constant(e.attr, e.dtype)
+        if op is Scalar.VAR:
+            kind, k = e.attr
+            return f"{'i' if kind == 'a' else 'r'}{k}"
+        if op is Scalar.DIM:
+            return self.gen.dim_name(e)
+        args = [self.value(a) for a in e.args]
+        if op is Scalar.LOAD:
+            text = self.gen.load_text(e.attr, args)
+        else:
+            text = scalar_code.render(op, e.dtype, args, [a.dtype for a in e.args],
+                                      self.gen.helpers)
+        level = self.level_of(e)
+        name = self.gen.names.fresh()
+        self.stmts.setdefault(level, []).append(f"{name} = {text}")
+        self.names[id(e)] = (name, level)
+        return name
+
+    def take(self, level: int) -> list:
+        return self.stmts.pop(level, [])
+
+
+class Generator:
+    """State of generating one kernel module."""
+
+    def __init__(self, schedule: Schedule, name: str = "kernel"):
+        self.schedule = schedule
+        self.program = schedule.program
+        self.name = name
+        self.names = _Names()
+        self.constants: dict = {}
+        self.const_lines: list = []
+        self.helpers: set = set()
+        self.buffers: dict = {}      # id(node) -> array variable name
+        self.locals: dict = {}       # id(node) -> scalar variable name (current group)
+        self.dims: dict = {}
+
+    # --- naming ---------------------------------------------------------------------------
+    def constant(self, value, dtype) -> str:
+        key = (repr(value), dtype.name)
+        name = self.constants.get(key)
+        if name is None:
+            name = f"C{len(self.constants)}"
+            self.constants[key] = name
+            self.const_lines.append(f"{name} = {scalar_code.literal(value, dtype)}")
+        return name
+
+    def dim_name(self, e) -> str:
+        position, axis = e.attr
+        return f"in{position}.shape[{axis}]"
+
+    def load_text(self, node, args) -> str:
+        name = self.locals.get(id(node))
+        if name is not None:
+            return name
+        buf = self.buffers[id(node)]
+        if not args:
+            return f"{buf}[()]"
+        return f"{buf}[{', '.join(args)}]"
+
+    def size_text(self, e) -> str:
+        em = _Emitter(self, ())
+        text = em.value(e)
+        self._prologue.extend(em.take(0))
+        return text
+
+    # --- module ---------------------------------------------------------------------------
+    def generate(self) -> str:
+        p = self.program
+        params = [f"in{n.attr[0]}" for n in p.inputs]
+        for n in p.inputs:
+            self.buffers[id(n)] = f"in{n.attr[0]}"
+        self._prologue: list = []
+        body: list = []
+        for cond, message in p.checks:
+            text = self.size_text(cond)
+            self._prologue.append(f"if not {text}:")
+            self._prologue.append(f"    raise ValueError({message!r})")
+        for gi, group in enumerate(self.schedule.groups):
+            body.append(f"# loop nest {gi}: {', '.join(m.name for m in group.members)}")
+            body.extend(self.group_code(group))
+        outs = [self.buffers[id(o)] for o in p.outputs]
+        ret = f"return ({', '.join(outs)},)" if outs else "return ()"
+        lines = [f"def {self.name}({', '.join(params)}):"]
+        lines += ["    " + ln for ln in self._prologue + body + [ret]]
+        head = ["import numpy as np", "from numba import prange",
+                "from flowjit.targets.cpu.scalar_code import *  # noqa: F401,F403", ""]
+        return "\n".join(head + self.const_lines + [""] + lines) + "\n"
+
+    def allocate(self, node) -> list:
+        name = self.names.fresh("buf")
+        self.buffers[id(node)] = name
+        dims = [self.size_text(d) for d in node.shape]
+        shape = "(" + "".join(f"{d}, " for d in dims) + ")"
+        return [f"{name} = np.empty({shape}, dtype=np.{node.dtype.np_dtype.name})"]
+
+    # --- groups ---------------------------------------------------------------------------
+    def group_code(self, group) -> list:
+        node = group.members[0]
+        if group.kind == "matmul":
+            return self.matmul_code(node)
+        if group.kind == "reshape":
+            src = self.buffers[id(node.inputs[0])]
+            name = self.names.fresh("buf")
+            self.buffers[id(node)] = name
+            dims = [self.size_text(d) for d in node.shape]
+            return [f"{name} = np.ascontiguousarray({src}).reshape(({''.join(d + ', ' for d in dims)}))"]
+        lines = []
+        self.locals = {}
+        for m in group.members:
+            if id(m) in self.schedule.local:
+                self.locals[id(m)] = self.names.fresh("s")
+            else:
+                lines += self.allocate(m)
+        outer = [self.size_text(d) for d in group.outer]
+        work = " * ".join(outer) if outer else "1"
+        serial = self.nest(group, outer, parallel=False)
+        if not outer:
+            return lines + serial
+        parallel = self.nest(group, outer, parallel=True)
+        return (lines + [f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in parallel]
+                + ["else:"] + ["    " + ln for ln in serial])
+
+    def nest(self, group, outer, parallel: bool) -> list:
+        """The loops of one group: outer loops, then each member in order inside them."""
+        p = len(outer)
+        names: dict = {}
+        hoisted: dict = {lvl: [] for lvl in range(p)}
+        member_lines: list = []
+        for m in group.members:
+            member_lines += self.member_code(m, p, names, hoisted)
+        lines = list(hoisted.get(0, [])) if p else []
+        indent = ""
+        for k in range(p):
+            rng = "prange" if (parallel and k == 0) else "range"
+            lines.append(f"{indent}for i{k} in {rng}({outer[k]}):")
+            indent += "    "
+            lines += [indent + s for s in hoisted.get(k + 1, [])]
+        lines += [indent + s for s in member_lines]
+        return lines
+
+    def member_code(self, m, p: int, names: dict, hoisted: dict) -> list:
+        """Statements (inside the outer loops) computing member m.
+
+        Statements that depend only on outer loops above the innermost are hoisted there;
+        the rest stay in member order, so a member may use an earlier member's value."""
+        body = self.schedule.resolved[id(m)]
+        if m.kind is NodeKind.COMPUTE:
+            inner_vars = [ir.axis_var(p + k) for k in range(len(m.shape) - p)]
+            extents = list(m.shape[p:])
+        else:
+            inner_vars, extents = list(m.raxes), list(m.rshape)
+        em = _Emitter(self, list(ir.axis_vars(p)) + inner_vars)
+        em.names = names
+        value = em.value(body)
+        for lvl in range(p):
+            hoisted.setdefault(lvl, []).extend(em.take(lvl))
+        out = em.take(p)
+        acc = None
+        if m.kind is NodeKind.REDUCE:
+            acc = self.names.fresh("acc")
+            dtype = body.dtype
+            out += scalar_code.reduce_init(m.attr, acc, dtype, self)
+        indent = ""
+        for k, d in enumerate(extents):
+            var = f"i{p + k}" if m.kind is NodeKind.COMPUTE else f"r{k}"
+            out.append(f"{indent}for {var} in range({self.size_text(d)}):")
+            indent += "    "
+            out += [indent + s for s in em.take(p + k + 1)]
+        for key in [k for k, v in names.items() if v[1] > p]:
+            del names[key]  # inner-loop temporaries go out of scope
+        if m.kind is NodeKind.REDUCE:
+            last = f"r{len(extents) - 1}" if extents else "0"
+            out += [indent + s for s in scalar_code.reduce_step(m.attr, acc, value, last,
+                                                                   body.dtype)]
+            value, indent = scalar_code.reduce_result(m.attr, acc, m.dtype), ""
+            idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
+        else:
+            idx = ", ".join(f"i{k}" for k in range(len(m.shape)))
+        if id(m) in self.locals:
+            out.append(f"{indent}{self.locals[id(m)]} = {value}")
+        else:
+            out.append(f"{indent}{self.buffers[id(m)]}[{idx if m.shape else '()'}] = {value}")
+        return out
+
+    def matmul_code(self, node) -> list:
+        a, b = (self.buffers[id(x)] for x in node.inputs)
+        ta, tb = node.attr
+        a_t = f"{a}.T" if ta else a
+        b_t = f"{b}.T" if tb else b
+        name = self.names.fresh("buf")
+        self.buffers[id(node)] = name
+        if len(node.shape) == 2:
+            return [f"{name} = np.dot(np.ascontiguousarray({a_t}), np.ascontiguousarray({b_t}))"]
+        raise NotImplementedError("batched matmul codegen")
+
+
+def generate_source(schedule: Schedule, name: str = "kernel") -> str:
+    """The Python source of the kernel module for `schedule`."""
+    return Generator(schedule, name).generate()
+
+
+def numpy_dtype_name(dtype) -> str:
+    return np.dtype(dtype.np_dtype).name

@@ -1,0 +1,126 @@
+"""Bit-level numba intrinsics for vecmath: float<->int bit casts, 2**n, rint, fused multiply-add.
+
+Each intrinsic is generic over float32/float64 and emits a single LLVM instruction or LLVM
+intrinsic that the loop vectorizer widens (bitcast, fptosi/shl, llvm.rint, llvm.fmuladd,
+llvm.copysign, llvm.fabs), so code built from them has no calls once LLVM inlines it.
+Integer results keep the float's width (int32 for float32), which numba's own integer typing
+would not (int32 + int32 is int64 in numba).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import intrinsic
+
+_INT_OF = {types.float32: types.int32, types.float64: types.int64}
+_MANT_BITS = {types.float32: 23, types.float64: 52}
+_BIAS = {types.float32: 127, types.float64: 1023}
+
+
+def _float_type(ty: types.Type) -> types.Float:
+    if ty not in _INT_OF:
+        raise TypingError(f"vecmath intrinsics take float32 or float64, not {ty}")
+    return ty
+
+
+def _llvm_intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    ftype = args[0].type
+    fnty = ir.FunctionType(ftype, [ftype] * len(args))
+    suffix = "f32" if isinstance(ftype, ir.FloatType) else "f64"
+    module = builder.module
+    fullname = f"llvm.{name}.{suffix}"
+    try:
+        fn = module.get_global(fullname)
+    except KeyError:
+        fn = ir.Function(module, fnty, fullname)
+    return builder.call(fn, args)
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """Reinterpret a float32/float64 as int32/int64 (same bits)."""
+    fty = _float_type(x)
+    ity = _INT_OF[fty]
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(ity))
+
+    return ity(fty), codegen
+
+
+@intrinsic
+def bits_float(typingctx, i):
+    """Reinterpret an int32/int64 as float32/float64 (same bits)."""
+    if i == types.int32:
+        fty = types.float32
+    elif i == types.int64:
+        fty = types.float64
+    else:
+        raise TypingError(f"bits_float takes int32 or int64, not {i}")
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(fty))
+
+    return fty(i), codegen
+
+
+@intrinsic
+def pow2i(typingctx, n):
+    """2**n for an integer-valued float n inside the normal exponent range (no checks)."""
+    fty = _float_type(n)
+    ity = _INT_OF[fty]
+
+    def codegen(context, builder, sig, args):
+        lity = context.get_value_type(ity)
+        k = builder.fptosi(args[0], lity)
+        k = builder.add(k, ir.Constant(lity, _BIAS[fty]))
+        k = builder.shl(k, ir.Constant(lity, _MANT_BITS[fty]))
+        return builder.bitcast(k, context.get_value_type(fty))
+
+    return fty(fty), codegen
+
+
+def _unary(llvm_name: str, doc: str):
+    def typer(typingctx, x):
+        fty = _float_type(x)
+
+        def codegen(context, builder, sig, args):
+            return _llvm_intrinsic(builder, llvm_name, list(args))
+
+        return fty(fty), codegen
+
+    typer.__doc__ = doc
+    typer.__name__ = llvm_name
+    return intrinsic(typer)
+
+
+rint = _unary("rint", "Round to the nearest integer, ties to even (llvm.rint).")
+fabs = _unary("fabs", "Absolute value (llvm.fabs): clears the sign bit, keeps NaN.")
+
+
+@intrinsic
+def copysign(typingctx, x, y):
+    """|x| with the sign bit of y (llvm.copysign)."""
+    fty = _float_type(x)
+    if y != fty:
+        raise TypingError("copysign arguments must have the same float type")
+
+    def codegen(context, builder, sig, args):
+        return _llvm_intrinsic(builder, "copysign", list(args))
+
+    return fty(fty, fty), codegen
+
+
+@intrinsic
+def fmadd(typingctx, a, b, c):
+    """a*b + c, fused when the CPU has FMA (llvm.fmuladd); never a libm call."""
+    fty = _float_type(a)
+    if b != fty or c != fty:
+        raise TypingError("fmadd arguments must have the same float type")
+
+    def codegen(context, builder, sig, args):
+        return _llvm_intrinsic(builder, "fmuladd", list(args))
+
+    return fty(fty, fty, fty), codegen
