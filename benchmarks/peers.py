@@ -4,7 +4,8 @@ A `Peer` imports its system lazily (`setup`, after the thread-count variables ar
 converts the float32 inputs to its native arrays once, outside the timed region
 (`to_native`), and turns each workload kernel into one or more timed `Variant`s: the kernel
 methods (`chain`, `softmax`, `layernorm`, `matmul`, `matmul_bias_relu`, `affine`, named by
-`Case.kernel`) return the natural code a user of that system writes, and `modes` wraps it
+`Case.kernel`; the base class documents each, returning None) return the natural code a
+user of that system writes, and `modes` wraps it
 (`jax.jit`, `torch.compile`, `numba.njit`, ...).  A peer without a kernel method skips that
 workload.  A variant's `call` runs the kernel on the native inputs and waits for the result
 (`sync`: JAX dispatches asynchronously); `to_numpy` is used only for the correctness check.
@@ -67,16 +68,42 @@ class Peer:
         """(variant name, wrap) pairs: wrap(kernel function) -> the function to time."""
         return [(self.key, lambda fn: fn)]
 
+    # The kernels: each returns the function to wrap and time, or None (workload skipped).
+
+    def chain(self):
+        """W1: tanh(x*1.7+0.3)*exp(-x*x)+sqrt(abs(x)) of a float32 vector."""
+        return None
+
+    def softmax(self):
+        """W2: softmax over the last axis of x."""
+        return None
+
+    def layernorm(self):
+        """W3: (x-mean)/sqrt(var+eps)*gamma+beta over the last axis of x (gamma, beta)."""
+        return None
+
+    def matmul(self):
+        """W4: a @ b."""
+        return None
+
+    def matmul_bias_relu(self):
+        """W4: relu(a @ b + bias)."""
+        return None
+
+    def affine(self):
+        """W6: x*2+1 (call overhead)."""
+        return None
+
     def variants(self, case: Case) -> list:
         """The timed variants of this system for `case` ([] when it has no such kernel)."""
-        kernel = getattr(self, case.kernel, None)
+        kernel = getattr(self, case.kernel)()
         if kernel is None:
             return []
         native = tuple(self.to_native(a) for a in case.inputs)
         result = []
         for name, wrap in self.modes(case):
             try:
-                fn = wrap(kernel())
+                fn = wrap(kernel)
             except Exception as exc:  # noqa: BLE001 - reported in the table
                 result.append(Variant(name, None, error=describe(exc),
                                       soft_errors=self.soft_errors))
@@ -163,13 +190,13 @@ class NumbaPeer(Peer):
     def layernorm(self):
         return self.k.layernorm
 
+    def affine(self):
+        return self.k.affine
+
     def variants(self, case: Case) -> list:
         if case.kernel == "layernorm":  # eps is a fourth (scalar) argument
             case = dataclasses.replace(case, inputs=case.inputs + (LAYERNORM_EPS,))
         return super().variants(case)
-
-    def affine(self):
-        return self.k.affine
 
 
 class JaxPeer(Peer):
