@@ -79,20 +79,26 @@ def schedule_text(schedule) -> str:
     return "\n".join(lines)
 
 
-def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = ""):
-    """Lower, optimize, schedule, generate and build one cluster."""
+def compile_program(program, constants=(), stages: Stages | None = None):
+    """Optimize, schedule, generate and build a kernel-IR program."""
     from ..targets.cpu.build import build_kernel
     from ..targets.cpu.codegen import generate_source
 
-    stages = Stages()
-    if graph_text:
-        stages.add("graph", graph_text)
-    program, constants = lower_cluster(ops, input_tensors, input_specs, output_tensors)
-    stages.add("lowered", program_text(program))
+    stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
     schedule = make_schedule(program)
     stages.add("schedule", schedule_text(schedule))
     source = generate_source(schedule)
     stages.add("source", source)
     kernel = build_kernel(source)
-    return CompiledCluster(kernel, source, [c for _, c in constants], stages, schedule)
+    return CompiledCluster(kernel, source, list(constants), stages, schedule)
+
+
+def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = ""):
+    """Lower one cluster of graph ops and compile it (see compile_program)."""
+    stages = Stages()
+    if graph_text:
+        stages.add("graph", graph_text)
+    program, constants = lower_cluster(ops, input_tensors, input_specs, output_tensors)
+    stages.add("lowered", program_text(program))
+    return compile_program(program, [c for _, c in constants], stages)

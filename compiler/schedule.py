@@ -47,6 +47,8 @@ class Schedule:
     groups: list
     local: set                   # ids of group members kept in registers
     notes: list
+    scratch: set = dataclasses.field(default_factory=set)  # per-row scratch buffers
+    resolved: dict = dataclasses.field(default_factory=dict)  # id -> body, loads resolved
 
 
 def _body_cost(node: Node) -> tuple:
@@ -166,8 +168,7 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
             p = len(current.outer)
             lead = tuple(n.shape[:p]) if n.kind is NodeKind.COMPUTE else _outer_space(n)[:p]
             same_space = p > 0 and len(n.shape) >= p and lead == current.outer
-            reads_ok = all(_aligned(idx, p) and _fits_outer(prod, p)
-                           for prod, idx in body_loads
+            reads_ok = all(_same_row(idx, p) for prod, idx in body_loads
                            if member_group.get(id(prod)) == len(groups) - 1)
             if n.kind is NodeKind.REDUCE and _outer_space(n) != current.outer:
                 same_space = False
@@ -195,18 +196,31 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
         if g.kind != "loop":
             for p in g.members[0].inputs:
                 readers.setdefault(id(p), []).append((-1, None, 0))
-    local = set()
+    local, scratch = set(), set()
     for g_index, g in enumerate(groups):
         if g.kind != "loop":
             continue
         for m in g.members:
-            if id(m) in outputs or not _fits_outer(m, len(g.outer)):
+            if id(m) in outputs:
                 continue
             uses = readers.get(id(m), [])
-            if all(gi == g_index and idx is not None and _aligned(idx, len(g.outer))
-                   for gi, idx, _ in uses):
+            in_group = all(gi == g_index and idx is not None for gi, idx, _ in uses)
+            if not in_group:
+                continue
+            if _fits_outer(m, len(g.outer)) and all(_aligned(idx, len(g.outer))
+                                                    for _, idx, _ in uses):
                 local.add(id(m))
-    return groups, local, notes
+            elif len(g.outer) > 0 and all(_same_row(idx, len(g.outer)) for _, idx, _ in uses):
+                scratch.add(id(m))
+                notes.append(f"{m.name}: kept in a per-row scratch buffer (only read by "
+                             "its loop nest at the same outer index)")
+    return groups, local, scratch, notes
+
+
+def _same_row(idx, p: int) -> bool:
+    """idx reads at the current outer index (axis vars 0..p-1); inner indices are free,
+    because members run one after another for each outer index."""
+    return all(idx[k] is ir.axis_var(k) for k in range(p)) if len(idx) >= p else False
 
 
 def _fits_outer(node: Node, p: int) -> bool:
@@ -225,7 +239,5 @@ def make_schedule(program: ir.Program) -> Schedule:
     by_id = {id(n): n for n in nodes}
     resolved = {id(n): resolve(n.body, inline, by_id) for n in nodes
                 if n.body is not None and id(n) not in inline}
-    groups, local, group_notes = group_nodes(program, inline, resolved)
-    sched = Schedule(program, inline, groups, local, notes + group_notes)
-    sched.resolved = resolved
-    return sched
+    groups, local, scratch, group_notes = group_nodes(program, inline, resolved)
+    return Schedule(program, inline, groups, local, notes + group_notes, scratch, resolved)

@@ -23,6 +23,7 @@ from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError
 
 log = logging.getLogger("flowjit.jit")
+_IS_ONE = (1).__eq__
 
 
 def graph_text(graph) -> str:
@@ -38,7 +39,8 @@ def graph_text(graph) -> str:
 class _Compiled:
     """An entry that runs one compiled kernel."""
 
-    __slots__ = ("kernel", "constants", "template", "out_constants", "cluster", "trace")
+    __slots__ = ("kernel", "constants", "template", "out_constants", "cluster", "trace",
+                 "single")
 
     def __init__(self, cluster, tr):
         self.kernel = cluster.kernel
@@ -47,13 +49,14 @@ class _Compiled:
         self.out_constants = tr.constants
         self.cluster = cluster
         self.trace = tr
+        self.single = self.template == ("t", 0) and not self.out_constants
 
     def __call__(self, arrays):
         try:
             outs = self.kernel(*arrays, *self.constants)
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
-        if self.template[0] == "t" and not self.out_constants:
+        if self.single:
             return outs[0]
         return rebuild(self.template, list(outs), self.out_constants)
 
@@ -104,6 +107,17 @@ class JitFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs:
+            # fast path: positional C-contiguous arrays (the common call), keyed cheaply
+            try:
+                key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape)))
+                             for a in args if a.flags.c_contiguous])
+            except AttributeError:
+                key = None
+            if key is not None and len(key) == len(args):
+                entry = self._entries.get(key)
+                if entry is not None:
+                    return entry(args)
         key = signature_of(args, kwargs, self.static_argnames)
         entry = self._entries.get(key)
         if entry is None:

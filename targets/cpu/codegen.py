@@ -20,6 +20,7 @@ from ...compiler.schedule import Schedule
 from . import scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
+UNROLL = 8                   # independent accumulators in float reductions
 
 
 class _Names:
@@ -58,7 +59,7 @@ class _Emitter:
             return self.gen.constant(e.attr, e.dtype)
         if op is Scalar.VAR:
             kind, k = e.attr
-            return f"{'i' if kind == 'a' else 'r'}{k}"
+            return f"{ {'a': 'i', 'r': 'r', 'u': 'u'}[kind]}{k}"
         if op is Scalar.DIM:
             return self.gen.dim_name(e)
         args = [self.value(a) for a in e.args]
@@ -91,6 +92,7 @@ class Generator:
         self.buffers: dict = {}      # id(node) -> array variable name
         self.locals: dict = {}       # id(node) -> scalar variable name (current group)
         self.dims: dict = {}
+        self.scratch_p: dict = {}    # id(node) -> outer rank, for per-row scratch buffers
 
     # --- naming ---------------------------------------------------------------------------
     def constant(self, value, dtype) -> str:
@@ -110,6 +112,9 @@ class Generator:
         name = self.locals.get(id(node))
         if name is not None:
             return name
+        p = self.scratch_p.get(id(node))
+        if p is not None:
+            args = args[p:]
         buf = self.buffers[id(node)]
         if not args:
             return f"{buf}[()]"
@@ -164,13 +169,24 @@ class Generator:
             return [f"{name} = np.ascontiguousarray({src}).reshape(({''.join(d + ', ' for d in dims)}))"]
         lines = []
         self.locals = {}
+        p = len(group.outer)
+        self.row_allocs = []
         for m in group.members:
             if id(m) in self.schedule.local:
                 self.locals[id(m)] = self.names.fresh("s")
+            elif id(m) in self.schedule.scratch:
+                name = self.names.fresh("row")
+                self.buffers[id(m)] = name
+                self.scratch_p[id(m)] = p
+                dims = "".join(self.size_text(d) + ", " for d in m.shape[p:])
+                self.row_allocs.append(
+                    f"{name} = np.empty(({dims}), dtype=np.{m.dtype.np_dtype.name})")
             else:
                 lines += self.allocate(m)
         outer = [self.size_text(d) for d in group.outer]
-        work = " * ".join(outer) if outer else "1"
+        widest = max(group.members, key=lambda m: len(m.shape) + len(m.rshape))
+        inner = list(widest.shape[p:]) + list(widest.rshape)
+        work = " * ".join(outer + [self.size_text(d) for d in inner]) or "1"
         serial = self.nest(group, outer, parallel=False)
         if not outer:
             return lines + serial
@@ -193,6 +209,7 @@ class Generator:
             lines.append(f"{indent}for i{k} in {rng}({outer[k]}):")
             indent += "    "
             lines += [indent + s for s in hoisted.get(k + 1, [])]
+        lines += [indent + s for s in self.row_allocs]
         lines += [indent + s for s in member_lines]
         return lines
 
@@ -202,6 +219,9 @@ class Generator:
         Statements that depend only on outer loops above the innermost are hoisted there;
         the rest stay in member order, so a member may use an earlier member's value."""
         body = self.schedule.resolved[id(m)]
+        if (m.kind is NodeKind.REDUCE and m.rshape and body.dtype.is_floating
+                and m.attr in (Combiner.ADD, Combiner.MAX, Combiner.MIN)):
+            return self.unrolled_reduce_code(m, p, names, hoisted, body)
         if m.kind is NodeKind.COMPUTE:
             inner_vars = [ir.axis_var(p + k) for k in range(len(m.shape) - p)]
             extents = list(m.shape[p:])
@@ -234,11 +254,72 @@ class Generator:
             idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
         else:
             idx = ", ".join(f"i{k}" for k in range(len(m.shape)))
+        if id(m) in self.scratch_p:
+            idx = ", ".join(idx.split(", ")[p:]) or "()"
         if id(m) in self.locals:
             out.append(f"{indent}{self.locals[id(m)]} = {value}")
         else:
             out.append(f"{indent}{self.buffers[id(m)]}[{idx if m.shape else '()'}] = {value}")
         return out
+
+    def store(self, m, p: int, value: str, indent: str = "") -> str:
+        """The statement storing member m's value at the current outer index."""
+        if id(m) in self.locals:
+            return f"{indent}{self.locals[id(m)]} = {value}"
+        idx = [f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p)
+        if id(m) in self.scratch_p:
+            idx = idx[p:]
+        return f"{indent}{self.buffers[id(m)]}[{', '.join(idx) or '()'}] = {value}"
+
+    def unrolled_reduce_code(self, m, p, names, hoisted, body) -> list:
+        """A float ADD/MAX/MIN reduction with UNROLL independent accumulators on its innermost
+        axis, so the loop vectorizes without reassociating (fastmath) anything else."""
+        last = len(m.rshape) - 1
+        base = ir.make(Scalar.VAR, ir.INDEX, (), ("u", 0))
+        copies = [ir.substitute(body, {id(m.raxes[last]): ir.make(Scalar.ADD, ir.INDEX,
+                                                                    (base, ir.index(j)))})
+                  for j in range(UNROLL)]
+        outer_vars = list(ir.axis_vars(p)) + list(m.raxes[:last])
+        em = _Emitter(self, outer_vars + [base])
+        em.names = names
+        values = [em.value(c) for c in copies]
+        for lvl in range(p):
+            hoisted.setdefault(lvl, []).extend(em.take(lvl))
+        out = em.take(p)
+        accs = [self.names.fresh("acc") for _ in range(UNROLL)]
+        for a in accs:
+            out += scalar_code.reduce_init(m.attr, a, body.dtype, self)
+        indent = ""
+        for k in range(last):
+            out.append(f"{indent}for r{k} in range({self.size_text(m.rshape[k])}):")
+            indent += "    "
+            out += [indent + s for s in em.take(p + k + 1)]
+        n = self.size_text(m.rshape[last])
+        blocked = self.names.fresh("nb")
+        out.append(f"{indent}{blocked} = {n} - {n} % {UNROLL}")
+        out.append(f"{indent}for u0 in range(0, {blocked}, {UNROLL}):")
+        out += [indent + "    " + s for s in em.take(p + last + 1)]
+        for a, v in zip(accs, values):
+            out += [indent + "    " + s for s in scalar_code.reduce_step(m.attr, a, v, "u0",
+                                                                            body.dtype)]
+        for key in [k for k, v in names.items() if v[1] > p + last]:
+            del names[key]
+        tail = _Emitter(self, outer_vars + [m.raxes[last]])
+        tail.names = names
+        value = tail.value(body)
+        out.append(f"{indent}for r{last} in range({blocked}, {n}):")
+        out += [indent + "    " + s for s in tail.take(p + last + 1)]
+        out += [indent + "    " + s for s in scalar_code.reduce_step(m.attr, accs[0], value,
+                                                                        f"r{last}", body.dtype)]
+        for key in [k for k, v in names.items() if v[1] > p]:
+            del names[key]
+        while len(accs) > 1:  # pairwise combination of the partial results
+            pairs = []
+            for a, b in zip(accs[0::2], accs[1::2]):
+                out += scalar_code.reduce_step(m.attr, a, b, "0", body.dtype)
+                pairs.append(a)
+            accs = pairs
+        return out + [self.store(m, p, scalar_code.reduce_result(m.attr, accs[0], m.dtype))]
 
     def matmul_code(self, node) -> list:
         a, b = (self.buffers[id(x)] for x in node.inputs)
