@@ -45,7 +45,8 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
         if n.kind is NodeKind.INPUT:
             out = n
         elif n.kind is NodeKind.COMPUTE:
-            out = ir.compute(n.dtype, shape, n.axes, rw(n.body))
+            body = rw(n.body)
+            out = _forwarded(body, n, shape) or ir.compute(n.dtype, shape, n.axes, body)
         elif n.kind is NodeKind.REDUCE:
             out = ir.reduce(n.dtype, shape, n.axes, n.raxes, tuple(rw(d) for d in n.rshape),
                             rw(n.body), n.attr)
@@ -71,6 +72,17 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
     return ir.Program(program.inputs, outputs, checks)
 
 
+def _forwarded(body, n, shape):
+    """The producer itself when a COMPUTE only copies it element for element."""
+    if body.op is not Scalar.LOAD:
+        return None
+    src = body.attr
+    if (src.dtype is n.dtype and tuple(src.shape) == tuple(shape)
+            and tuple(body.args) == tuple(n.axes)):
+        return src
+    return None
+
+
 _FOLD = {Scalar.ADD: lambda a, b: a + b, Scalar.SUB: lambda a, b: a - b,
          Scalar.MUL: lambda a, b: a * b, Scalar.MAX: max, Scalar.MIN: min,
          Scalar.EQ: lambda a, b: a == b, Scalar.NE: lambda a, b: a != b,
@@ -80,7 +92,10 @@ _FOLD = {Scalar.ADD: lambda a, b: a + b, Scalar.SUB: lambda a, b: a - b,
 
 
 def _fold(e):
-    """CONST op CONST -> CONST, computed in the expression's dtype with NumPy."""
+    """CONST op CONST -> CONST, computed in the expression's dtype with NumPy; a load of a
+    node whose body is a constant is that constant."""
+    if e.op is Scalar.LOAD and e.attr.kind is NodeKind.COMPUTE and ir.is_const(e.attr.body):
+        return e.attr.body
     if not e.args or not all(a.op is Scalar.CONST for a in e.args):
         return e
     if e.op in _FOLD and e.dtype.is_numeric or e.op in _FOLD and e.dtype.is_bool:
@@ -136,9 +151,6 @@ def _simplify(e):
             return a[2]
         if a[1] is a[2]:
             return a[1]
-    if op is Scalar.LOAD and e.attr.kind is NodeKind.COMPUTE and \
-            all(d is ir.index(1) for d in e.attr.shape) and ir.is_const(e.attr.body):
-        return e.attr.body  # a broadcast scalar constant
     return e
 
 

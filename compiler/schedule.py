@@ -48,6 +48,7 @@ class Schedule:
     local: set                   # ids of group members kept in registers
     notes: list
     scratch: set = dataclasses.field(default_factory=set)  # per-row scratch buffers
+    reuse: dict = dataclasses.field(default_factory=dict)  # id(node) -> node whose buffer it takes
     resolved: dict = dataclasses.field(default_factory=dict)  # id -> body, loads resolved
 
 
@@ -240,4 +241,44 @@ def make_schedule(program: ir.Program) -> Schedule:
     resolved = {id(n): resolve(n.body, inline, by_id) for n in nodes
                 if n.body is not None and id(n) not in inline}
     groups, local, scratch, group_notes = group_nodes(program, inline, resolved)
-    return Schedule(program, inline, groups, local, notes + group_notes, scratch, resolved)
+    sched = Schedule(program, inline, groups, local, notes + group_notes, scratch=scratch,
+                     resolved=resolved)
+    plan_memory(sched)
+    return sched
+
+
+def plan_memory(sched: Schedule):
+    """Buffer reuse: a loop-nest member that reads a temporary buffer only at its own index,
+    as that buffer's last reader, with the same shape and dtype, writes in place into it
+    (e.g. the bias+relu epilogue after a matmul).  Records `sched.reuse` and notes."""
+    outputs = {id(o) for o in sched.program.outputs}
+    readers: dict = {}
+    for g in sched.groups:
+        for m in g.members:
+            if g.kind != "loop":
+                for q in m.inputs:
+                    readers.setdefault(id(q), []).append((m, None))
+                continue
+            for prod, idx in _loads_of(sched.resolved[id(m)]):
+                readers.setdefault(id(prod), []).append((m, idx))
+    taken = set()
+    for g in sched.groups:
+        if g.kind != "loop":
+            continue
+        for m in g.members:
+            if m.kind is not NodeKind.COMPUTE or id(m) in sched.local or id(m) in sched.scratch:
+                continue
+            for prod, idx in _loads_of(sched.resolved[id(m)]):
+                if (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
+                        or id(prod) in taken or id(prod) in sched.local
+                        or id(prod) in sched.scratch or id(prod) in sched.inline
+                        or prod.dtype is not m.dtype or tuple(prod.shape) != tuple(m.shape)):
+                    continue
+                uses = readers.get(id(prod), [])
+                own_index = tuple(ir.axis_vars(len(m.shape)))
+                if all(r is m and i is not None and tuple(i) == own_index for r, i in uses):
+                    sched.reuse[id(m)] = prod
+                    taken.add(id(prod))
+                    sched.notes.append(f"{m.name}: written in place into {prod.name}'s buffer "
+                                       "(its only reader, same index, shape and dtype)")
+                    break

@@ -18,7 +18,7 @@ import logging
 import numpy as np
 
 from ..compiler.lowering import NotLowerable
-from ..compiler.pipeline import compile_cluster
+from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError
 
@@ -170,19 +170,21 @@ class Lowered:
             self.source = entry.cluster.source
             self.compiled = True
         else:
-            self.stages = None
+            self.stages = Stages()
+            self.stages.add("graph", graph_text(entry.trace.graph))
+            self.stages.add("not compiled", f"runs with reference kernels: {entry.reason}")
             self.source = None
             self.compiled = False
 
     def stage(self, name: str) -> str:
-        if self.stages is None:
-            raise KeyError(f"not compiled: {self.entry.reason}")
-        return self.stages.text(name)
+        """The text of one stage (KeyError, naming the stages there are, if absent)."""
+        try:
+            return self.stages.text(name)
+        except KeyError:
+            names = ", ".join(n for n, _ in self.stages.items)
+            raise KeyError(f"no stage {name!r}; stages: {names}") from None
 
     def __str__(self):
-        if self.stages is None:
-            return (f"not compiled ({self.entry.reason}); graph:\n"
-                    + graph_text(self.entry.trace.graph))
         return str(self.stages)
 
 

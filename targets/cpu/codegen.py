@@ -141,7 +141,13 @@ class Generator:
         for gi, group in enumerate(self.schedule.groups):
             body.append(f"# loop nest {gi}: {', '.join(m.name for m in group.members)}")
             body.extend(self.group_code(group))
-        outs = [self.buffers[id(o)] for o in p.outputs]
+        outs, seen = [], set()
+        for o in p.outputs:
+            name = self.buffers[id(o)]
+            if o.kind is NodeKind.INPUT or id(o) in seen:
+                name = f"{name}.copy()"  # never hand back the caller's array or an alias
+            seen.add(id(o))
+            outs.append(name)
         ret = f"return ({', '.join(outs)},)" if outs else "return ()"
         lines = [f"def {self.name}({', '.join(params)}):"]
         lines += ["    " + ln for ln in self._prologue + body + [ret]]
@@ -150,6 +156,10 @@ class Generator:
         return "\n".join(head + self.const_lines + [""] + lines) + "\n"
 
     def allocate(self, node) -> list:
+        donor = self.schedule.reuse.get(id(node))
+        if donor is not None:
+            self.buffers[id(node)] = self.buffers[id(donor)]
+            return []
         name = self.names.fresh("buf")
         self.buffers[id(node)] = name
         dims = [self.size_text(d) for d in node.shape]
@@ -326,10 +336,10 @@ class Generator:
         ta, tb = node.attr
         a_t = f"{a}.T" if ta else a
         b_t = f"{b}.T" if tb else b
-        name = self.names.fresh("buf")
-        self.buffers[id(node)] = name
+        lines = self.allocate(node)
+        name = self.buffers[id(node)]
         if len(node.shape) == 2:
-            return [f"{name} = np.dot(np.ascontiguousarray({a_t}), np.ascontiguousarray({b_t}))"]
+            return lines + [f"np.dot({a_t}, {b_t}, {name})"]
         raise NotImplementedError("batched matmul codegen")
 
 
