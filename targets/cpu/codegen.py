@@ -16,11 +16,12 @@ import numpy as np
 
 from ...compiler import ir
 from ...compiler.ir import Combiner, NodeKind, Scalar
-from ...compiler.schedule import Schedule
+from ...compiler.schedule import Schedule, resolve
 from . import scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 UNROLL = 8                   # independent accumulators in float reductions
+PARTIALS = 8                 # partial results of a column reduction (one per chunk of rows)
 
 
 class _Names:
@@ -134,13 +135,22 @@ class Generator:
             self.buffers[id(n)] = f"in{n.attr[0]}"
         self._prologue: list = []
         body: list = []
+        data_checks = []
         for cond, message in p.checks:
+            if any(e.op is Scalar.LOAD for e in ir.walk(cond)):
+                data_checks.append((cond, message))
+                continue
             text = self.size_text(cond)
             self._prologue.append(f"if not {text}:")
             self._prologue.append(f"    raise ValueError({message!r})")
+        body.extend(self.ready_checks(data_checks))
         for gi, group in enumerate(self.schedule.groups):
             body.append(f"# loop nest {gi}: {', '.join(m.name for m in group.members)}")
             body.extend(self.group_code(group))
+            body.extend(self.ready_checks(data_checks))
+        if data_checks:
+            raise NotImplementedError(f"check {data_checks[0][1]!r} reads values no loop "
+                                      "nest stores")
         outs, seen = [], set()
         for o in p.outputs:
             name = self.buffers[id(o)]
@@ -154,6 +164,21 @@ class Generator:
         head = ["import numpy as np", "from numba import prange",
                 "from flowjit.targets.cpu.scalar_code import *  # noqa: F401,F403", ""]
         return "\n".join(head + self.const_lines + [""] + lines) + "\n"
+
+    def ready_checks(self, pending: list) -> list:
+        """Code for the data-dependent checks (conditions that load computed values) whose
+        values exist now; they are removed from `pending`."""
+        lines = []
+        for item in list(pending):
+            cond = resolve(item[0], self.schedule.inline, {})
+            loaded = [e.attr for e in ir.walk(cond) if e.op is Scalar.LOAD]
+            if all((id(n) in self.locals and not n.shape) or  # a rank-0 local: no loop
+                   (id(n) in self.buffers and id(n) not in self.scratch_p) for n in loaded):
+                em = _Emitter(self, ())
+                text = em.value(cond)
+                lines += em.take(0) + [f"if not {text}:", f"    raise ValueError({item[1]!r})"]
+                pending.remove(item)
+        return lines
 
     def allocate(self, node) -> list:
         donor = self.schedule.reuse.get(id(node))
@@ -177,6 +202,8 @@ class Generator:
             self.buffers[id(node)] = name
             dims = [self.size_text(d) for d in node.shape]
             return [f"{name} = np.ascontiguousarray({src}).reshape(({''.join(d + ', ' for d in dims)}))"]
+        if _is_column_reduction(self.schedule, group):
+            return self.column_reduce_code(group)
         lines = []
         self.locals = {}
         p = len(group.outer)
@@ -331,6 +358,68 @@ class Generator:
             accs = pairs
         return out + [self.store(m, p, scalar_code.reduce_result(m.attr, accs[0], m.dtype))]
 
+    def column_reduce_code(self, group) -> list:
+        """A reduction whose innermost output axis is the contiguous memory axis (e.g. a sum
+        over rows).  Loops are interchanged so that axis is innermost (it vectorizes); the
+        first reduction axis is split into PARTIALS chunks, each accumulating into its own
+        partial output (run in parallel when the work is large), then the partials are
+        combined (loop order and parallel loop chosen by tiling)."""
+        m = group.members[0]
+        p = len(group.outer)
+        body = self.schedule.resolved[id(m)]
+        lines = self.allocate(m)
+        buf = self.buffers[id(m)]
+        from ...compiler.ir_build import identity_value
+
+        init = self.constant(identity_value(m.attr, m.dtype), m.dtype)
+        part = self.names.fresh("part")
+        out_dims = [self.size_text(d) for d in m.shape]
+        lines.append(f"{part} = np.empty(({PARTIALS}, {''.join(d + ', ' for d in out_dims)}), "
+                     f"dtype=np.{m.dtype.np_dtype.name})")
+        lines.append(f"{part}.fill({init})")
+        r0_extent = self.size_text(m.rshape[0])
+        chunk = self.names.fresh("chunk")
+        lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
+        order = list(ir.axis_vars(p - 1)) + list(m.raxes) + [ir.axis_var(p - 1)]
+        work = " * ".join([self.size_text(d) for d in group.outer] +
+                          [self.size_text(d) for d in m.rshape])
+        idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
+
+        def nest(parallel):
+            em = _Emitter(self, [ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + order)
+            value = em.value(body)
+            out = em.take(0)
+            out.append(f"for b0 in {'prange' if parallel else 'range'}({PARTIALS}):")
+            indent = "    "
+            loops = [(f"i{k}", f"range({self.size_text(group.outer[k])})") for k in range(p - 1)]
+            loops.append(("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))"))
+            loops += [(f"r{k}", f"range({self.size_text(d)})")
+                      for k, d in enumerate(m.rshape) if k > 0]
+            loops.append((f"i{p - 1}", f"range({self.size_text(group.outer[-1])})"))
+            for level, (name, rng) in enumerate(loops, start=2):
+                out.append(f"{indent}for {name} in {rng}:")
+                indent += "    "
+                out += [indent + s for s in em.take(level)]
+            acc = f"{part}[b0, {idx}]"
+            step = scalar_code.reduce_step(m.attr, "cur", value, "0", body.dtype)
+            out += [indent + f"cur = {acc}"] + [indent + s for s in step] + \
+                [indent + f"{acc} = cur"]
+            return out
+
+        combine = [f"{buf}[...] = {part}[0]", f"for b0 in range(1, {PARTIALS}):"]
+        indent = "    "
+        for k, d in enumerate(out_dims):
+            combine.append(f"{indent}for j{k} in range({d}):")
+            indent += "    "
+        jdx = ", ".join(f"j{k}" for k in range(len(out_dims)))
+        combine += [indent + "cur = " + f"{buf}[{jdx}]"]
+        combine += [indent + s for s in scalar_code.reduce_step(m.attr, "cur",
+                                                                f"{part}[b0, {jdx}]", "0",
+                                                                m.dtype)]
+        combine.append(indent + f"{buf}[{jdx}] = cur")
+        return (lines + [f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in nest(True)]
+                + ["else:"] + ["    " + ln for ln in nest(False)] + combine)
+
     def matmul_code(self, node) -> list:
         a, b = (self.buffers[id(x)] for x in node.inputs)
         ta, tb = node.attr
@@ -341,6 +430,20 @@ class Generator:
         if len(node.shape) == 2:
             return lines + [f"np.dot({a_t}, {b_t}, {name})"]
         raise NotImplementedError("batched matmul codegen")
+
+
+def _is_column_reduction(schedule, group) -> bool:
+    """One REDUCE whose loads walk memory along its innermost output axis (strided in the
+    reduction), so interchanging the loops makes the inner loop contiguous."""
+    if group.kind != "loop" or len(group.members) != 1 or not group.outer:
+        return False
+    m = group.members[0]
+    if (m.kind is not NodeKind.REDUCE or id(m) in schedule.local or id(m) in schedule.scratch
+            or m.attr in (Combiner.ARGMAX, Combiner.ARGMIN)):
+        return False
+    inner = ir.axis_var(len(group.outer) - 1)
+    loads = [e for e in ir.walk(schedule.resolved[id(m)]) if e.op is Scalar.LOAD]
+    return bool(loads) and all(e.args and e.args[-1] is inner for e in loads)
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:
