@@ -34,9 +34,11 @@ from .ops.variables import (Variable, all_variables, assign, assign_add, assign_
                             variables_initializer)
 from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                  get_variable_scope, variable_scope)
-from .runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, OptimizerOptions,
+                             RunMetadata, RunOptions)
 from .runtime.jit import jit
 from .runtime.session import InteractiveSession, Session, get_default_session
+from .targets.cpu.cache import cache_dir, clear_cache
 from . import gfile, nn, train  # noqa: E402
 
 __version__ = "0.1.0"

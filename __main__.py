@@ -1,10 +1,11 @@
 """The `flowjit` command line (`python -m flowjit ...` or the `flowjit` script).
 
 Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
-`ops` (the registered op types and their traits, generated from the registry) and `bench`
-(the session-overhead benchmark, run in a child process so thread-count environment
-variables take effect before NumPy is imported).  Each subcommand is an argparse
-sub-parser whose handler is attached with `set_defaults(handler=...)`.
+`ops` (the registered op types and their traits, generated from the registry) and
+`bench [session|compiler|all]` (the session-overhead benchmark and the compiler benchmark
+against NumPy and its peers, each run in a child process so thread-count environment
+variables take effect before NumPy and the peers are imported).  Each subcommand is an
+argparse sub-parser whose handler is attached with `set_defaults(handler=...)`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ import os
 import platform
 import subprocess
 import sys
-
-THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                   "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def _cmd_demo(args) -> int:
@@ -59,12 +57,22 @@ def _cmd_ops(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    env = dict(os.environ)
-    for var in THREAD_ENV_VARS:
-        env[var] = str(args.threads)
-    cmd = [sys.executable, "-m", "flowjit.benchmarks.session_overhead",
-           "--repeats", str(args.repeats), "--target-seconds", str(args.target_seconds)]
-    return subprocess.call(cmd, env=env)
+    from .benchmarks import compiler_workloads
+    from .benchmarks.timing import thread_env
+
+    timing = ["--repeats", str(args.repeats), "--target-seconds", str(args.target_seconds)]
+    status = 0
+    if args.which in ("session", "all"):
+        cmd = [sys.executable, "-m", "flowjit.benchmarks.session_overhead", *timing]
+        status = subprocess.call(cmd, env=thread_env(args.threads or 1))
+    if args.which in ("compiler", "all") and status == 0:
+        threads = args.threads or os.cpu_count() or 1
+        cmd = [sys.executable, "-m", "flowjit.benchmarks.compiler_workloads", *timing,
+               "--threads", str(threads), "--workloads", args.workloads, "--peers", args.peers]
+        cmd += ["--quick"] if args.quick else []
+        cmd += ["--json", args.json] if args.json else []
+        status = subprocess.call(cmd, env=compiler_workloads.child_env(threads))
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,12 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ops.set_defaults(handler=_cmd_ops)
 
-    bench = sub.add_parser("bench", help="time Session.run of small graphs against NumPy")
-    bench.add_argument("--threads", type=int, default=1,
-                       help="threads for NumPy/BLAS/numba, set before import (1)")
+    bench = sub.add_parser(
+        "bench", help="benchmarks: Session.run overhead, the JIT against NumPy and its peers",
+        description="session: Session.run of tiny graphs vs NumPy (the default); compiler: "
+                    "flowjit.jit vs NumPy, numexpr, numba, JAX, PyTorch, TensorFlow on "
+                    "workloads W1-W7 (about 3 minutes; --quick about 1); all: both.")
+    bench.add_argument("which", nargs="?", default="session",
+                       choices=("session", "compiler", "all"), help="which benchmark (session)")
+    bench.add_argument("--threads", type=int, default=None,
+                       help="threads for every system, set before import (session: 1, "
+                            "compiler: all CPUs)")
     bench.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (7)")
     bench.add_argument("--target-seconds", type=float, default=0.1,
                        help="calibrated duration of one timed batch (0.1)")
+    from .benchmarks.compiler_workloads import add_arguments
+
+    add_arguments(bench)
     bench.set_defaults(handler=_cmd_bench)
     return parser
 

@@ -32,8 +32,9 @@ class Variant:
     name: str
     call: Callable[[], Any] | None
     to_numpy: Callable[[Any], np.ndarray] = np.asarray
-    error: str = ""
-    soft_errors: tuple = ()  # exception types that mean "unavailable" rather than "failed"
+    error: str = ""           # why it could not be built
+    build_status: str = ""    # "unavailable" or "FAILED" when it could not be built
+    soft_errors: tuple = ()   # exception types that mean "unavailable" rather than "failed"
 
 
 def describe(exc: BaseException) -> str:
@@ -105,8 +106,8 @@ class Peer:
             try:
                 fn = wrap(kernel)
             except Exception as exc:  # noqa: BLE001 - reported in the table
-                result.append(Variant(name, None, error=describe(exc),
-                                      soft_errors=self.soft_errors))
+                status = "unavailable" if isinstance(exc, self.soft_errors) else "FAILED"
+                result.append(Variant(name, None, error=describe(exc), build_status=status))
                 continue
             result.append(Variant(name, lambda fn=fn: self.sync(fn(*native)), self.to_numpy,
                                   soft_errors=self.soft_errors))

@@ -107,6 +107,7 @@ class Measurement:
         self.name = name
         self.times: list = []
         self.threads: list = []
+        self.elsewhere: list = []  # cores other processes kept busy, per kept batch
         self.retries = 0
         self.calls = 0
 
@@ -141,4 +142,5 @@ def measure(variants: dict, repeats: int, target_seconds: float) -> list:
                 m.retries += 1
             m.times.append(per_call)
             m.threads.append(threads)
+            m.elsewhere.append(elsewhere)
     return [results[name] for name in names]

@@ -95,7 +95,9 @@ def reduce_axes(node: Node, axes, keepdims: bool, combiner: Combiner, dtype=None
             idx.append(rvars[axes.index(k)])
         else:
             pos = k if keepdims else out_dims.index(k)
-            idx.append(avars[pos])
+            # a size-1 output dim reads index 0: the schedule drops trailing size-1 dims
+            # from a reduction's loops, so its loop variable must not appear in the body
+            idx.append(ir.index(0) if ir.is_const(node.shape[k], 1) else avars[pos])
     body = ir.load(node, idx)
     if body_fn is not None:
         body = body_fn(body)

@@ -8,7 +8,8 @@ compiled; the clustering step keeps such ops with the executor.
 `LowerContext` gives lowerings what they need beyond their input nodes: static values of
 small int inputs (axes, permutations) and *symbolic* values of shape vectors (so
 `reshape(x, [shape(x)[0], -1])` lowers without knowing sizes), extra inputs for array
-constants, and runtime size checks (two unknown sizes that must agree).
+constants, and runtime checks (two unknown sizes that must agree, or any bool condition,
+possibly on computed values).
 """
 
 from __future__ import annotations
@@ -98,6 +99,19 @@ class LowerContext:
                 raise ValueError(message)
             return
         self.checks.append((ir.make(Scalar.EQ, "bool", (a, b)), message))
+
+    def check(self, cond: Expr, message: str):
+        """Require the bool scalar `cond` to hold at run time (else ValueError(message)).
+
+        `cond` may load computed nodes: a data-dependent check, e.g. a REDUCE saying whether
+        every gather index is in range.  Codegen evaluates it as soon as the nodes it loads
+        exist; a lowering that must not run its loads before the check passes makes them
+        depend on the checked node (see gather_ops)."""
+        if ir.is_const(cond, True):
+            return
+        if ir.is_const(cond, False):
+            raise ValueError(message)
+        self.checks.append((cond, message))
 
 
 def _product(dims) -> Expr:

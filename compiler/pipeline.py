@@ -81,17 +81,21 @@ def schedule_text(schedule) -> str:
 
 def compile_program(program, constants=(), stages: Stages | None = None):
     """Optimize, schedule, generate and build a kernel-IR program."""
-    from ..targets.cpu.build import build_kernel
-    from ..targets.cpu.codegen import generate_source
+    from ..targets.cpu.build import build_cached
 
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
     schedule = make_schedule(program)
     stages.add("schedule", schedule_text(schedule))
-    source = generate_source(schedule)
+    kernel, source = build_cached(program, lambda: _generate(schedule))
     stages.add("source", source)
-    kernel = build_kernel(source)
     return CompiledCluster(kernel, source, list(constants), stages, schedule)
+
+
+def _generate(schedule) -> str:
+    from ..targets.cpu.codegen import generate_source  # imports numba: only on a cache miss
+
+    return generate_source(schedule)
 
 
 def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = ""):

@@ -313,6 +313,111 @@ def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
     return _softmax_like(LOG_SOFTMAX, logits, axis, name, dim)
 
 
-
 OP_DEFS = (RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU, BIAS_ADD, SOFTMAX,
            LOG_SOFTMAX)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _activation_lowering(fn):
+    """Elementwise lowering of y = fn(dtype, x, op), computed in float32 for float16."""
+
+    def lower(ctx, op, inputs):
+        from ..compiler.ir_build import cast, map_nodes
+        from .lower_reduce import compute_dtype
+        from .lower_util import require_real
+
+        require_real(op)
+        dt = inputs[0].dtype
+        cdt = compute_dtype(dt)
+        return [map_nodes(ctx, lambda x: cast(fn(cdt, cast(x, cdt), op), dt), inputs, dt)]
+
+    return lower
+
+
+def _lower_bias_add(ctx, op, inputs):
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from .lower_util import require_real
+
+    require_real(op)
+    value, bias = inputs
+    axis = 1 if op.get_attr("data_format") == "NCHW" else len(value.shape) - 1
+    ctx.check_equal(value.shape[axis], bias.shape[0], "Must provide as many biases as the "
+                    "channel dimension of the input tensor")
+    shape = list(value.shape)
+    if not ir.is_const(shape[axis]):
+        shape[axis] = bias.shape[0]  # the two are equal; prefer a static size
+    axes = ir.axis_vars(len(shape))
+    body = ir.make(S.ADD, value.dtype, (ir.load(value, axes), ir.load(bias, (axes[axis],))))
+    return [ir.compute(value.dtype, shape, axes, body)]
+
+
+def _softmax_lowering(log: bool):
+    def lower(ctx, op, inputs):
+        from ..compiler import ir
+        from ..compiler.ir import Scalar as S
+        from ..compiler.ir_build import cast
+        from .lower_reduce import RowSoftmax
+        from .lower_util import require_real
+
+        require_real(op)
+        x = inputs[0]
+        rows = RowSoftmax(x)
+        axes = ir.axis_vars(len(x.shape))
+        y = rows.log_prob(axes)
+        if not log:
+            y = rows.op(S.EXP, y)  # exp(shifted - log(sum)), as the reference kernel
+        return [ir.compute(x.dtype, x.shape, axes, cast(y, x.dtype))]
+
+    return lower
+
+
+def _attach_lowerings():
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+
+    def c(value, dt):
+        return ir.const(value, dt)
+
+    def mk(kind, dt, *args):
+        return ir.make(kind, dt, args)
+
+    def negative_part(dt, x, op):  # expm1(min(x, 0))
+        return mk(S.EXPM1, dt, mk(S.MIN, dt, x, c(0, dt)))
+
+    def positive(x):
+        return mk(S.GT, "bool", x, c(0, x.dtype))
+
+    def relu(dt, x, op):
+        return mk(S.MAX, dt, x, c(0, dt))
+
+    def relu6(dt, x, op):
+        return mk(S.MIN, dt, relu(dt, x, op), c(6, dt))
+
+    def elu(dt, x, op):
+        return mk(S.SELECT, dt, positive(x), x, negative_part(dt, x, op))
+
+    def selu(dt, x, op):
+        neg = mk(S.MUL, dt, c(_SELU_ALPHA, dt), negative_part(dt, x, op))
+        return mk(S.MUL, dt, c(_SELU_SCALE, dt), mk(S.SELECT, dt, positive(x), x, neg))
+
+    def softplus(dt, x, op):  # logaddexp(0, x) = max(x, 0) + log1p(exp(-|x|))
+        tail = mk(S.LOG1P, dt, mk(S.EXP, dt, mk(S.NEG, dt, mk(S.ABS, dt, x))))
+        return mk(S.ADD, dt, relu(dt, x, op), tail)
+
+    def softsign(dt, x, op):
+        return mk(S.DIV, dt, x, mk(S.ADD, dt, c(1, dt), mk(S.ABS, dt, x)))
+
+    def leaky_relu(dt, x, op):
+        return mk(S.SELECT, dt, positive(x), x,
+                  mk(S.MUL, dt, x, c(op.get_attr("alpha"), dt)))
+
+    for op_def, fn in ((RELU, relu), (RELU6, relu6), (ELU, elu), (SELU, selu),
+                       (SOFTPLUS, softplus), (SOFTSIGN, softsign), (LEAKY_RELU, leaky_relu)):
+        op_def.lower = _activation_lowering(fn)
+    BIAS_ADD.lower = _lower_bias_add
+    SOFTMAX.lower = _softmax_lowering(log=False)
+    LOG_SOFTMAX.lower = _softmax_lowering(log=True)
+
+
+_attach_lowerings()

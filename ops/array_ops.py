@@ -19,12 +19,16 @@ import builtins
 
 import numpy as np
 
+from ..compiler import ir
 from ..compiler.graph import name_scope
+from ..compiler.ir_build import remap
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import unknown_shape
 from .array_common import (check_rank, describe_dims, index_tensor, normalize_axis,
                            runtime_error, static_int, static_ints)
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
 from .conversion import static_shape_from_tensor
+from . import lower_index as lx
 from .fill_ops import OP_DEFS as _FILL_OP_DEFS
 from .fill_ops import __all__ as _FILL_ALL
 from .fill_ops import (fill, one_hot, ones, ones_like, range, zeros,  # noqa: F401,A004
@@ -32,6 +36,7 @@ from .fill_ops import (fill, one_hot, ones, ones_like, range, zeros,  # noqa: F4
 from .join_ops import OP_DEFS as _JOIN_OP_DEFS
 from .join_ops import __all__ as _JOIN_ALL
 from .join_ops import concat, split, stack, unstack  # noqa: F401
+from .lower_util import require_real
 from .pad_ops import OP_DEFS as _PAD_OP_DEFS
 from .pad_ops import __all__ as _PAD_ALL
 from .pad_ops import broadcast_to, pad, tile  # noqa: F401
@@ -323,3 +328,101 @@ OP_DEFS = _OWN_OP_DEFS + _JOIN_OP_DEFS + _FILL_OP_DEFS + _PAD_OP_DEFS
 __all__ = ["reshape", "transpose", "expand_dims", "squeeze", "reverse", "reverse_v2",
            *_JOIN_ALL, *_FILL_ALL, *_PAD_ALL]
 
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# Index remaps (ir_build.remap), fused into their consumers by the scheduler; Reshape is a view
+# of its materialized input unless it only adds or drops size-1 dimensions.
+
+
+def _lower_reshape(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    sizes = ctx.symbolic_ints(op.inputs[1])
+    free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]
+    known = [s for k, s in enumerate(sizes) if k not in free]
+    if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
+        raise NotLowerable("Reshape sizes must be non-negative sizes and at most one -1")
+    in_dims = list(x.shape)
+    if free:  # TensorFlow's rule: with a zero among the sizes, zeros drop out of both products
+        have_zero = lx.any_of(lx.eq(s, 0) for s in known)
+        in_product = lx.select(have_zero, lx.product(map(lx.nonzero, in_dims)),
+                               lx.product(in_dims))
+        sizes[free[0]] = lx.floordiv(in_product, lx.product(map(lx.nonzero, known)))
+    lx.require(ctx, lx.eq(lx.product(sizes), lx.product(in_dims)),
+               f"Cannot reshape a tensor to the shape requested by {op.name}: the number of "
+               "elements differs")
+    shape = lx.out_shape(op.outputs[0], sizes)
+    if shape == tuple(in_dims):
+        return [x]
+    kept_in = [k for k, d in enumerate(in_dims) if not ir.is_const(d, 1)]
+    kept_out = [k for k, d in enumerate(shape) if not ir.is_const(d, 1)]
+    if [in_dims[k] for k in kept_in] == [shape[k] for k in kept_out]:
+        where = dict(zip(kept_in, kept_out))  # only size-1 dimensions come or go: a remap
+        return [remap(x, shape, lambda a: [a[where[k]] if k in where else ir.index(0)
+                                           for k in range(len(in_dims))])]
+    return [ir.reshape(x, shape)]
+
+
+def _lower_transpose(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    perm = [int(p) % max(rank, 1) for p in ctx.static(op.inputs[1], "perm").reshape(-1)]
+    if sorted(perm) != list(builtins.range(rank)):
+        raise NotLowerable(f"perm {perm} is not a permutation")
+    inverse = [perm.index(k) for k in builtins.range(rank)]
+    shape = lx.out_shape(op.outputs[0], [x.shape[p] for p in perm])
+    return [remap(x, shape, lambda a: [a[inverse[k]] for k in builtins.range(rank)])]
+
+
+def _lower_expand_dims(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    axis = lx.static_axis(ctx, op.inputs[1], len(x.shape) + 1, "dim")
+    shape = list(x.shape[:axis]) + [ir.index(1)] + list(x.shape[axis:])
+    return [remap(x, lx.out_shape(op.outputs[0], shape), lambda a: lx.drop(a, axis))]
+
+
+def _lower_squeeze(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    axes = {a % rank for a in op.get_attr("squeeze_dims") if -rank <= a < rank}
+    for k, d in enumerate(x.shape):
+        if axes and k in axes:
+            lx.require_equal(ctx, d, 1, f"Can not squeeze dim[{k}], expected a dimension of 1")
+        elif not axes and not ir.is_const(d):
+            # compiled code has a fixed rank: a runtime size here must not be 1
+            lx.require(ctx, lx.ne(d, 1), f"{op.name} was compiled for dimension {k} != 1 "
+                                         "(size-1 dimensions must be known when compiling)")
+    if not axes:
+        axes = {k for k, d in enumerate(x.shape) if ir.is_const(d, 1)}
+    keep = [k for k in builtins.range(rank) if k not in axes]
+    shape = lx.out_shape(op.outputs[0], [x.shape[k] for k in keep])
+
+    def index_fn(a):
+        return [a[keep.index(k)] if k in keep else ir.index(0) for k in builtins.range(rank)]
+
+    return [remap(x, shape, index_fn)]
+
+
+def _lower_reverse(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    axes = {int(a) % rank for a in ctx.static(op.inputs[1], "axis").reshape(-1)}
+    return [remap(x, x.shape, lambda a: [lx.sub(lx.sub(d, 1), a[k]) if k in axes else a[k]
+                                         for k, d in enumerate(x.shape)])]
+
+
+def _attach_lowerings():
+    RESHAPE.lower = _lower_reshape
+    TRANSPOSE.lower = _lower_transpose
+    CONJUGATE_TRANSPOSE.lower = _lower_transpose  # real tensors only: a plain transpose
+    EXPAND_DIMS.lower = _lower_expand_dims
+    SQUEEZE.lower = _lower_squeeze
+    REVERSE_V2.lower = _lower_reverse
+
+
+_attach_lowerings()

@@ -16,13 +16,17 @@ import math
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler import ir
 from ..compiler.graph import Tensor, name_scope
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import unknown_shape
 from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_error,
                            static_int, static_ints)
+from . import lower_index as lx
 from .basic_ops import constant_from_array
 from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
 from .conversion import constant_array, static_shape_from_tensor, static_value
+from .lower_util import require_real
 from .registry import OpDef
 from .shape_ops import shape as _shape
 
@@ -330,3 +334,61 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 OP_DEFS = (FILL, ZEROS_LIKE, ONES_LIKE, RANGE, ONE_HOT)
 __all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "one_hot"]
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+
+
+def _lower_fill(ctx, op, inputs):
+    require_real(op)
+    dims = ctx.symbolic_ints(op.inputs[0])
+    for d in dims:
+        lx.require(ctx, lx.ge(d, 0), f"Fill dims must be non-negative ({op.name})")
+    shape = lx.out_shape(op.outputs[0], dims)
+    return [ir.compute(op.outputs[0].dtype, shape, ir.axis_vars(len(shape)),
+                       ir.load(inputs[1], ()))]
+
+
+def _constant_like(value):
+    def lower(ctx, op, inputs):
+        require_real(op)
+        x = inputs[0]
+        return [ir.compute(x.dtype, x.shape, ir.axis_vars(len(x.shape)),
+                           ir.const(value, x.dtype))]
+
+    return lower
+
+
+def _lower_range(ctx, op, inputs):
+    start, limit, delta = (ctx.static(t, "Range argument").reshape(())[()] for t in op.inputs)
+    dtype = op.outputs[0].dtype
+    size = range_size(start, limit, delta, NotLowerable)
+    i = ir.make(ir.Scalar.CAST, dtype, (ir.axis_var(0),))
+    step = ir.make(ir.Scalar.MUL, dtype, (i, ir.const(delta.item(), dtype)))
+    return [ir.compute(dtype, [ir.index(size)], ir.axis_vars(1),
+                       ir.make(ir.Scalar.ADD, dtype, (ir.const(start.item(), dtype), step)))]
+
+
+def _lower_one_hot(ctx, op, inputs):
+    require_real(op)
+    indices, _, on, off = inputs
+    (depth,) = ctx.symbolic_ints(op.inputs[1])
+    lx.require(ctx, lx.ge(depth, 0), f"OneHot depth must be non-negative ({op.name})")
+    rank = len(indices.shape)
+    at = rank if op.get_attr("axis") == -1 else op.get_attr("axis")
+    shape = lx.out_shape(op.outputs[0], list(indices.shape[:at]) + [depth] +
+                         list(indices.shape[at:]))
+    axes = ir.axis_vars(rank + 1)
+    hot = lx.eq(lx.index(ir.load(indices, lx.drop(axes, at))), axes[at])
+    return [ir.compute(on.dtype, shape, axes, lx.select(hot, ir.load(on, ()), ir.load(off, ())))]
+
+
+def _attach_lowerings():
+    FILL.lower = _lower_fill
+    ZEROS_LIKE.lower = _constant_like(0)
+    ONES_LIKE.lower = _constant_like(1)
+    RANGE.lower = _lower_range
+    ONE_HOT.lower = _lower_one_hot
+
+
+_attach_lowerings()

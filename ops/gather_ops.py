@@ -13,11 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_value
+from .lower_util import require_real
 from .registry import OpDef
 
 __all__ = ["gather", "gather_nd", "boolean_mask"]
@@ -280,3 +284,81 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
 
 
 OP_DEFS = (GATHER_V2, GATHER_ND)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# A gather loads params at an index read from `indices`.  Bad indices must raise, as the
+# reference kernels do: a REDUCE over the indices computes "every index is in range", a
+# data-dependent runtime check (LowerContext.check) reads it, and the gather's loads are
+# clamped with an upper bound that depends on that flag, so the check runs first (its loop
+# nest precedes the gather's) and no load ever leaves the params buffer.
+
+
+def _index_check(ctx, indices, bound_fn, message):
+    """The rank-0 bool node "bound_fn(reduce vars) holds everywhere", checked at run time."""
+    rvars = [ir.reduce_var(k) for k in range(len(indices.shape))]
+    value = lx.index(ir.load(indices, rvars))
+    ok = ir.reduce(_dtypes.bool_, [], [], rvars, indices.shape, bound_fn(value, rvars),
+                   ir.Combiner.AND)
+    flag = ir.load(ok, ())
+    ctx.check(flag, message)
+    return flag
+
+
+def _guarded(flag, value, size):
+    """`value` clamped into [0, size) with a bound that reads `flag` (ordering the check)."""
+    return lx.maximum(lx.minimum(value, lx.select(flag, lx.sub(size, 1), ir.index(0))), 0)
+
+
+def _lower_gather(ctx, op, inputs):
+    require_real(op)
+    params, indices = inputs[:2]
+    p_rank, i_rank = len(params.shape), len(indices.shape)
+    bd = op.get_attr("batch_dims")
+    bd = bd + i_rank if bd < 0 else bd
+    axis = lx.static_axis(ctx, op.inputs[2], p_rank)
+    for k in range(bd):
+        lx.require_equal(ctx, params.shape[k], indices.shape[k],
+                         f"params.shape[{k}] must equal indices.shape[{k}] (batch_dims {bd})")
+    limit = params.shape[axis]
+    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
+                        f"{op.name}: an index is out of range [0, params.shape[{axis}])")
+    n_idx = i_rank - bd
+    dims = list(params.shape[:axis]) + list(indices.shape[bd:]) + list(params.shape[axis + 1:])
+    shape = lx.out_shape(op.outputs[0], dims)
+    axes = ir.axis_vars(len(shape))
+    where = lx.index(ir.load(indices, axes[:bd] + axes[axis:axis + n_idx]))
+    at = _guarded(flag, where, limit)
+    body = ir.load(params, axes[:axis] + (at,) + axes[axis + n_idx:])
+    return [ir.compute(params.dtype, shape, axes, body)]
+
+
+def _lower_gather_nd(ctx, op, inputs):
+    require_real(op)
+    params, indices = inputs
+    last = indices.shape[-1] if indices.shape else None
+    if last is None or not ir.is_const(last):
+        raise NotLowerable("GatherNd needs indices.shape[-1] known when compiling")
+    k = last.attr
+    if k > len(params.shape):
+        raise NotLowerable("GatherNd indices.shape[-1] exceeds the rank of params")
+    limits = list(params.shape[:k])
+
+    def in_range(v, r):
+        return lx.all_of([lx.ge(v, 0), lx.lt(v, lx.choose(r[-1], limits))]) if k else \
+            ir.const(True, _dtypes.bool_)
+
+    flag = _index_check(ctx, indices, in_range,
+                        f"{op.name}: an index does not index into params")
+    lead = list(indices.shape[:-1])
+    shape = lx.out_shape(op.outputs[0], lead + list(params.shape[k:]))
+    axes = ir.axis_vars(len(shape))
+    pos = axes[:len(lead)]
+    at = [_guarded(flag, lx.index(ir.load(indices, pos + (ir.index(c),))), limits[c])
+          for c in range(k)]
+    return [ir.compute(params.dtype, shape, axes,
+                       ir.load(params, at + list(axes[len(lead):])))]
+
+
+GATHER_V2.lower = _lower_gather
+GATHER_ND.lower = _lower_gather_nd

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir_build import remap
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import Dimension, unknown_shape
 from .array_common import (check_rank, convert_list, index_tensor, normalize_axis,
                            runtime_error, static_int, static_ints)
+from . import lower_index as lx
 from .basic_ops import identity
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import convert_to_tensor
+from .lower_util import require_real
 from .registry import OpDef
 
 # --- ConcatV2 ---------------------------------------------------------------------------------
@@ -320,3 +325,129 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split") -> list:
 
 OP_DEFS = (CONCAT_V2, PACK, UNPACK, SPLIT, SPLIT_V)
 __all__ = ["concat", "stack", "unstack", "split"]
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# Joins select, per output element, which input to load (a chain of SELECTs on the loop index
+# along the joined axis, loads clamped in bounds); splits are one index remap per output.
+_MAX_JOINED = 64  # inputs: every output element evaluates one load per input
+
+
+def _same_dims(ctx, nodes, skip, what):
+    """The common dims of `nodes` (all but dimension `skip`), checked equal at run time."""
+    dims = list(nodes[0].shape)
+    for i, n in enumerate(nodes[1:], 1):
+        for k, d in enumerate(n.shape):
+            if k != skip:
+                lx.require_equal(ctx, dims[k], d, f"{what}: dimension {k} of input {i} does "
+                                                  "not match input 0")
+    return dims
+
+
+def _lower_concat(ctx, op, inputs):
+    require_real(op)
+    values = inputs[:-1]
+    if len(values) > _MAX_JOINED:
+        raise NotLowerable(f"ConcatV2 of {len(values)} inputs is not compiled")
+    rank = len(values[0].shape)
+    axis = lx.static_axis(ctx, op.inputs[-1], rank)
+    if any(len(v.shape) != rank for v in values):
+        raise NotLowerable("ConcatV2 inputs of different ranks")
+    dims = _same_dims(ctx, values, axis, "ConcatOp")
+    parts = [v for v in values if not ir.is_const(v.shape[axis], 0)] or values[:1]
+    offsets = [ir.index(0)]
+    for v in parts:
+        offsets.append(lx.add(offsets[-1], v.shape[axis]))
+    dims[axis] = offsets[-1]
+    shape = lx.out_shape(op.outputs[0], dims)
+    axes = ir.axis_vars(rank)
+    i = axes[axis]
+    last = len(parts) - 1
+    body = None
+    for k in range(last, -1, -1):
+        at = lx.sub(i, offsets[k])
+        at = lx.maximum(at, 0) if k == last else lx.clamp(at, parts[k].shape[axis])
+        value = ir.load(parts[k], axes[:axis] + (at,) + axes[axis + 1:])
+        body = value if body is None else lx.select(lx.lt(i, offsets[k + 1]), value, body)
+    return [ir.compute(op.outputs[0].dtype, shape, axes, body)]
+
+
+def _lower_pack(ctx, op, inputs):
+    require_real(op)
+    if len(inputs) > _MAX_JOINED:
+        raise NotLowerable(f"Pack of {len(inputs)} inputs is not compiled")
+    rank = len(inputs[0].shape)
+    axis = op.get_attr("axis") % (rank + 1)
+    dims = _same_dims(ctx, inputs, -1, "Pack")
+    shape = lx.out_shape(op.outputs[0], dims[:axis] + [ir.index(len(inputs))] + dims[axis:])
+    axes = ir.axis_vars(rank + 1)
+    inner = lx.drop(axes, axis)
+    body = lx.choose(axes[axis], [ir.load(x, inner) for x in inputs])
+    return [ir.compute(op.outputs[0].dtype, shape, axes, body)]
+
+
+def _lower_unpack(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    num = op.get_attr("num")
+    axis = op.get_attr("axis") % len(x.shape)
+    lx.require_equal(ctx, x.shape[axis], num, f"Input shape axis {axis} must equal {num}")
+    shape = lx.out_shape(op.outputs[0], lx.drop(x.shape, axis))
+    return [remap(x, shape, lambda a, k=k: list(a[:axis]) + [ir.index(k)] + list(a[axis:]))
+            for k in range(num)]
+
+
+def _split_pieces(x, axis, starts, sizes, outputs):
+    """One remap per piece: out_k[i] = x[i + starts[k] along axis]."""
+    out = []
+    for start, size, t in zip(starts, sizes, outputs):
+        dims = list(x.shape)
+        dims[axis] = size
+        out.append(remap(x, lx.out_shape(t, dims), lambda a, s=start: [
+            lx.add(v, s) if k == axis else v for k, v in enumerate(a)]))
+    return out
+
+
+def _lower_split(ctx, op, inputs):
+    require_real(op)
+    x = inputs[1]
+    num = op.get_attr("num_split")
+    axis = lx.static_axis(ctx, op.inputs[0], len(x.shape), "split_dim")
+    n = x.shape[axis]
+    lx.require(ctx, lx.eq(lx.mod(n, num), 0), f"Number of ways to split should evenly divide "
+                                              f"the split dimension ({num} ways, axis {axis})")
+    piece = lx.floordiv(n, num)
+    return _split_pieces(x, axis, [lx.mul(piece, k) for k in range(num)], [piece] * num,
+                         op.outputs)
+
+
+def _lower_split_v(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    axis = lx.static_axis(ctx, op.inputs[2], len(x.shape), "split_dim")
+    sizes = ctx.symbolic_ints(op.inputs[1])
+    free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]
+    known = [s for k, s in enumerate(sizes) if k not in free]
+    if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
+        raise NotLowerable("SplitV sizes must be non-negative sizes and at most one -1")
+    n = x.shape[axis]
+    if free:
+        sizes[free[0]] = lx.sub(n, lx.total(known))
+        lx.require(ctx, lx.ge(sizes[free[0]], 0), f"SplitV sizes exceed dimension {axis}")
+    else:
+        lx.require_equal(ctx, lx.total(sizes), n, f"SplitV sizes must sum to dimension {axis}")
+    starts = [ir.index(0)]
+    for s in sizes[:-1]:
+        starts.append(lx.add(starts[-1], s))
+    return _split_pieces(x, axis, starts, sizes, op.outputs)
+
+
+def _attach_lowerings():
+    CONCAT_V2.lower = _lower_concat
+    PACK.lower = _lower_pack
+    UNPACK.lower = _lower_unpack
+    SPLIT.lower = _lower_split
+    SPLIT_V.lower = _lower_split_v
+
+
+_attach_lowerings()

@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir import Combiner
+from ..compiler.ir import Scalar as S
+from ..compiler.ir_build import cast, reduce_axes
+from ..compiler.lowering import NotLowerable
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
 from .activation_ops import _compute_dtype, _shifted, _static_axis, relu
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
+from .lower_reduce import RowSoftmax, compute_dtype
 from .registry import OpDef, Trait
 
 __all__ = ["l2_loss", "softmax_cross_entropy_with_logits",
@@ -221,3 +227,89 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
 
 
 OP_DEFS = (L2_LOSS, SOFTMAX_XENT, SPARSE_SOFTMAX_XENT)
+
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _lower_l2_loss(ctx, op, inputs):
+    t = inputs[0]
+    dt = compute_dtype(t.dtype)
+    total = reduce_axes(t, range(len(t.shape)), False, Combiner.ADD, dt,
+                        lambda e: ir.make(S.MUL, dt, (cast(e, dt), cast(e, dt))))
+    half = ir.make(S.DIV, dt, (ir.load(total, ()), ir.const(2, dt)))
+    return [ir.compute(t.dtype, (), (), cast(half, t.dtype))]
+
+
+def _lower_xent(ctx, op, inputs):
+    """loss = -sum(labels * log_probs) per row; backprop = exp(log_probs) - labels.
+
+    Every node is built over logits' shape (labels' sizes are checked equal to it), so the
+    max, the sum of exps, the loss and the backprop share one loop nest over rows."""
+    logits, labels = inputs
+    if len(labels.shape) != len(logits.shape):
+        raise NotLowerable("logits and labels must have the same rank")
+    for da, db in zip(logits.shape, labels.shape):
+        ctx.check_equal(da, db, "logits and labels must be same size")
+    rows = RowSoftmax(logits)
+    dt, out = rows.dtype, logits.dtype
+
+    def label(idx):
+        return cast(ir.load(labels, idx), dt)
+
+    last = len(logits.shape) - 1
+    picked = reduce_axes(logits, [last], False, Combiner.ADD, dt,
+                         lambda e: rows.op(S.MUL, label(e.args), rows.log_prob(e.args)))
+    row_axes, axes = ir.axis_vars(last), ir.axis_vars(last + 1)
+    loss = cast(rows.op(S.NEG, ir.load(picked, row_axes)), out)
+    backprop = rows.op(S.SUB, rows.op(S.EXP, rows.log_prob(axes)), label(axes))
+    return [ir.compute(out, logits.shape[:-1], row_axes, loss),
+            ir.compute(out, logits.shape, axes, cast(backprop, out))]
+
+
+def _lower_sparse_xent(ctx, op, inputs):
+    """loss = -log_probs[label] per row; backprop = exp(log_probs) - onehot(label).
+
+    Labels outside [0, classes) fail as in the reference kernel: a REDUCE says whether all
+    are in range and a runtime check reads it.  Each label is also clamped into range with
+    a bound that reads that flag, so no load at a label index can run before the check."""
+    logits, labels = inputs
+    rank = len(logits.shape)
+    if len(labels.shape) != rank - 1:
+        raise NotLowerable("labels must have the rank of logits minus one")
+    for da, db in zip(logits.shape, labels.shape):
+        ctx.check_equal(da, db, "logits and labels must have the same first dimensions")
+    index, classes = ir.INDEX, logits.shape[-1]
+
+    def make(kind, dtype, *args):
+        return ir.make(kind, dtype, args)
+
+    def in_range(e):
+        e = cast(e, index)
+        return make(S.AND, "bool", make(S.GE, "bool", e, ir.index(0)),
+                    make(S.LT, "bool", e, classes))
+
+    valid = ir.load(reduce_axes(labels, range(rank - 1), False, Combiner.AND,
+                                body_fn=in_range), ())
+    ctx.check(valid, f"{op.name}: a label value is outside the valid range of [0, classes)")
+    rows = RowSoftmax(logits)
+    dt, out = rows.dtype, logits.dtype
+    axes = ir.axis_vars(rank)
+    row_axes = axes[:-1]
+    top = make(S.SELECT, index, valid, make(S.SUB, index, classes, ir.index(1)), ir.index(0))
+    label = make(S.MAX, index, make(S.MIN, index, cast(ir.load(labels, row_axes), index), top),
+                 ir.index(0))
+    loss = rows.op(S.NEG, rows.log_prob(row_axes + (label,)))
+    prob = rows.op(S.EXP, rows.log_prob(axes))
+    hit = make(S.EQ, "bool", axes[-1], label)
+    backprop = rows.op(S.SELECT, hit, rows.op(S.SUB, prob, ir.const(1, dt)), prob)
+    return [ir.compute(out, logits.shape[:-1], row_axes, cast(loss, out)),
+            ir.compute(out, logits.shape, axes, cast(backprop, out))]
+
+
+def _attach_lowerings():
+    L2_LOSS.lower = _lower_l2_loss
+    SOFTMAX_XENT.lower = _lower_xent
+    SPARSE_SOFTMAX_XENT.lower = _lower_sparse_xent
+
+
+_attach_lowerings()

@@ -221,3 +221,75 @@ __all__ = [*math_unary.__all__, *math_binary.__all__, *math_compare.__all__, "wh
 
 OP_DEFS = (*math_unary.OP_DEFS, *math_binary.OP_DEFS, *math_compare.OP_DEFS, SELECT,
            SELECT_V2, WHERE, CLIP_BY_VALUE)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _lower_select(ctx, op, inputs):
+    """TF1 Select: t and e of one shape; the condition a scalar, t's shape, or (for t of
+    rank > 1) a vector choosing rows."""
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from ..compiler.lowering import NotLowerable
+    from .lower_util import require_real
+
+    require_real(op)
+    cond, t, e = inputs
+    if len(t.shape) != len(e.shape):
+        raise NotLowerable("Select of t and e with different ranks")
+    same = "Inputs to operation Select must have the same size and shape"
+    for a, b in zip(t.shape, e.shape):
+        ctx.check_equal(a, b, same)
+    shape = [b if ir.is_const(b) else a for a, b in zip(t.shape, e.shape)]
+    axes = ir.axis_vars(len(shape))
+    if not cond.shape:
+        c = ir.load(cond, ())
+    elif len(cond.shape) == 1 and len(shape) > 1:
+        ctx.check_equal(cond.shape[0], shape[0], "Number of batches of 'then' must match "
+                                                 "size of 'cond'")
+        c = ir.load(cond, axes[:1])
+    elif len(cond.shape) == len(shape):
+        for a, b in zip(cond.shape, shape):
+            ctx.check_equal(a, b, same)
+        c = ir.load(cond, axes)
+    else:
+        raise NotLowerable("Select with a condition of another rank")
+    body = ir.make(S.SELECT, t.dtype, (c, ir.load(t, axes), ir.load(e, axes)))
+    return [ir.compute(t.dtype, shape, axes, body)]
+
+
+def _lower_clip(ctx, op, inputs):
+    """max(min(t, hi), lo) with NaN-propagating min/max, as the reference kernel; the bounds
+    broadcast to t's shape and may not enlarge it."""
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from ..compiler.ir_build import load_broadcast
+    from ..compiler.lowering import NotLowerable
+    from .lower_util import require_real
+
+    require_real(op)
+    t, lo, hi = inputs
+    rank = len(t.shape)
+    for bound in (lo, hi):
+        if len(bound.shape) > rank:
+            raise NotLowerable("clip bounds of a higher rank than t")
+        for k, d in enumerate(bound.shape):
+            if not ir.is_const(d, 1):
+                ctx.check_equal(d, t.shape[rank - len(bound.shape) + k],
+                                "clip_value_min and clip_value_max must broadcast to t's shape")
+    axes = ir.axis_vars(rank)
+    dt = t.dtype
+    low = ir.make(S.MIN, dt, (ir.load(t, axes), load_broadcast(hi, axes)))
+    return [ir.compute(dt, t.shape, axes, ir.make(S.MAX, dt, (low, load_broadcast(lo, axes))))]
+
+
+def _attach_lowerings():
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+    from .lower_util import elementwise_lowering
+
+    SELECT.lower = _lower_select
+    SELECT_V2.lower = elementwise_lowering(lambda dt, c, t, e: ir.make(S.SELECT, dt, (c, t, e)))
+    CLIP_BY_VALUE.lower = _lower_clip
+
+
+_attach_lowerings()

@@ -175,3 +175,31 @@ def _complex_operand(x: Tensor, transpose: bool, adjoint: bool, batched: bool):
 
 
 OP_DEFS = (MATMUL, BATCH_MATMUL_V2)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _lower_matmul(ctx, op, inputs):
+    """A BLAS call for float32/float64 (float16 through float32, as the kernel does)."""
+    from ..compiler import ir
+    from ..compiler.lowering import NotLowerable
+    from .lower_reduce import cast_node, compute_dtype
+
+    a, b = inputs
+    if not a.dtype.is_floating:
+        raise NotLowerable(f"MatMul on {a.dtype.name} is not compiled (BLAS is float only)")
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    (m, ka), (kb, n) = (a.shape[::-1] if ta else a.shape), (b.shape[::-1] if tb else b.shape)
+    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
+    dt = compute_dtype(a.dtype)
+    product = ir.matmul(cast_node(a, dt), cast_node(b, dt), ta, tb, (m, n))
+    return [cast_node(product, a.dtype)]
+
+
+def _lower_batch_matmul(ctx, op, inputs):
+    from ..compiler.lowering import NotLowerable
+
+    raise NotLowerable("BatchMatMulV2 is not compiled yet (no batched BLAS in the CPU target)")
+
+
+MATMUL.lower = _lower_matmul
+BATCH_MATMUL_V2.lower = _lower_batch_matmul

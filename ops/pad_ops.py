@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir_build import remap
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import as_shape, unknown_shape
+from . import lower_index as lx
 from .array_common import check_rank, index_tensor, runtime_error, static_ints
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
 from .conversion import static_shape_from_tensor
+from .lower_util import require_real
 from .registry import OpDef
 
 # --- Pad, PadV2, MirrorPad --------------------------------------------------------------------
@@ -210,3 +215,98 @@ def broadcast_to(input, shape, name=None):
 
 OP_DEFS = (PAD, PAD_V2, MIRROR_PAD, TILE, BROADCAST_TO)
 __all__ = ["pad", "tile", "broadcast_to"]
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# Constant padding selects between a (clamped) load and the pad value; mirror padding and
+# tiling fold the output index back into the input; BroadcastTo loads index 0 on size-1 dims.
+
+
+def _mirror(j, n, before: int, after: int, mode: str):
+    """The input index that output offset j (= out index - before) mirrors to."""
+    edge = 0 if mode == "REFLECT" else 1
+    if before:
+        j = lx.select(lx.lt(j, 0), lx.sub(-edge, j), j)
+    if after:
+        j = lx.select(lx.ge(j, n), lx.sub(lx.sub(lx.mul(n, 2), 2 - edge), j), j)
+    return j
+
+
+def _lower_pad(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    pads = [[int(v) for v in row] for row in
+            ctx.static(op.inputs[1], "paddings").reshape(rank, 2)]
+    if rank == 0:
+        return [x]
+    mode = op.attrs.get("mode", "CONSTANT")
+    if mode != "CONSTANT":
+        most = {"REFLECT": 1, "SYMMETRIC": 0}[mode]
+        for k, (n, (b, a)) in enumerate(zip(x.shape, pads)):
+            lx.require(ctx, lx.le(max(b, a), lx.sub(n, most)),
+                       f"{mode} paddings must be no greater than the dimension size"
+                       f"{' minus 1' if most else ''} (dimension {k}, {op.name})")
+    shape = lx.out_shape(op.outputs[0], [lx.add(n, b + a) for n, (b, a) in zip(x.shape, pads)])
+    axes = ir.axis_vars(rank)
+    offsets = [lx.sub(i, b) for i, (b, _) in zip(axes, pads)]
+    if mode != "CONSTANT":
+        idx = [_mirror(j, n, b, a, mode) for j, n, (b, a) in zip(offsets, x.shape, pads)]
+        return [ir.compute(x.dtype, shape, axes, ir.load(x, idx))]
+    value = ir.load(inputs[2], ()) if len(inputs) == 3 else ir.const(0, x.dtype)
+    padded = [k for k, (b, a) in enumerate(pads) if b or a]
+    inside = lx.all_of(lx.all_of([lx.ge(offsets[k], 0), lx.lt(offsets[k], x.shape[k])])
+                       for k in padded)
+    idx = [lx.clamp(j, n) if k in padded else j
+           for k, (j, n) in enumerate(zip(offsets, x.shape))]
+    return [ir.compute(x.dtype, shape, axes, lx.select(inside, ir.load(x, idx), value))]
+
+
+def _lower_tile(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    reps = ctx.symbolic_ints(op.inputs[1])
+    if len(reps) != len(x.shape):
+        raise NotLowerable("Tile needs one multiple per dimension")
+    for m in reps:
+        lx.require(ctx, lx.ge(m, 0), f"Tile multiples must be non-negative ({op.name})")
+    shape = lx.out_shape(op.outputs[0], [lx.mul(d, m) for d, m in zip(x.shape, reps)])
+    return [remap(x, shape, lambda a: [i if ir.is_const(m, 1) else lx.mod(i, d)
+                                       for i, d, m in zip(a, x.shape, reps)])]
+
+
+def _lower_broadcast_to(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    target = ctx.symbolic_ints(op.inputs[1])
+    offset = len(target) - len(x.shape)
+    if offset < 0:
+        raise NotLowerable("BroadcastTo to a lower rank")
+    dims = list(target)
+    for k, d in enumerate(x.shape):
+        t = target[offset + k]
+        message = (f"Cannot broadcast the input of {op.name}: dimension {k} must be 1 or "
+                   "equal the target size")
+        if d.op is ir.Scalar.DIM:  # an input size: not 1 (size-1 inputs are constants)
+            lx.require_equal(ctx, d, t, message)
+            dims[offset + k] = t if ir.is_const(t) else d
+        elif not ir.is_const(d):  # a computed size, which may be 1 at run time
+            lx.require(ctx, lx.any_of([lx.eq(d, 1), lx.eq(d, t)]), message)
+    for t in dims:
+        lx.require(ctx, lx.ge(t, 0), f"BroadcastTo sizes must be non-negative ({op.name})")
+    shape = lx.out_shape(op.outputs[0], dims)
+
+    def index_fn(a):
+        return [lx.select(lx.eq(d, 1), ir.index(0), a[offset + k]) for k, d in enumerate(x.shape)]
+
+    return [remap(x, shape, index_fn)]
+
+
+def _attach_lowerings():
+    for op_def in (PAD, PAD_V2, MIRROR_PAD):
+        op_def.lower = _lower_pad
+    TILE.lower = _lower_tile
+    BROADCAST_TO.lower = _lower_broadcast_to
+
+
+_attach_lowerings()

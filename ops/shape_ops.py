@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler import ir
+from . import lower_index as lx
+from .lower_util import require_real
 from .builder import INDEX_TYPES, graph_for, make_op, to_tensor
 from .registry import OpDef, Trait
 
@@ -91,3 +94,40 @@ def rank(input, name=None):
 
 OP_DEFS = (SHAPE, SHAPE_N, SIZE, RANK)
 __all__ = ["shape", "shape_n", "size", "rank"]
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# COMPUTE nodes over the input's size Exprs (constants or runtime DIMs): no data is read.
+
+
+def _size_vector(node, dtype):
+    dims = [ir.make(ir.Scalar.CAST, dtype, (lx.index(d),)) for d in node.shape]
+    body = lx.choose(ir.axis_var(0), dims) if dims else ir.const(0, dtype)
+    return ir.compute(dtype, [ir.index(len(dims))], ir.axis_vars(1), body)
+
+
+def _lower_shape(ctx, op, inputs):
+    require_real(op)
+    return [_size_vector(x, t.dtype) for x, t in zip(inputs, op.outputs)]
+
+
+def _lower_size(ctx, op, inputs):
+    require_real(op)
+    dtype = op.outputs[0].dtype
+    return [ir.compute(dtype, [], [], ir.make(ir.Scalar.CAST, dtype,
+                                              (lx.product(inputs[0].shape),)))]
+
+
+def _lower_rank(ctx, op, inputs):
+    require_real(op)
+    return [ir.compute(_dtypes.int32, [], [], ir.const(len(inputs[0].shape), _dtypes.int32))]
+
+
+def _attach_lowerings():
+    SHAPE.lower = _lower_shape
+    SHAPE_N.lower = _lower_shape
+    SIZE.lower = _lower_size
+    RANK.lower = _lower_rank
+
+
+_attach_lowerings()

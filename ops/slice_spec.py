@@ -5,7 +5,9 @@ Owns the arithmetic shared by StridedSlice's shape inference and its reference k
   begin/end/ellipsis/new_axis/shrink_axis bit masks) into one `DimSpec` per input dimension
   and an output layout (which input dimension, or a new axis, each output dimension is);
 - `dim_bounds` turns one `DimSpec` and a dimension size into TF's canonical
-  (begin, end, stride, size), clamping as TF does.
+  (begin, end, stride, size), clamping as TF does;
+- `dim_bounds_expr` is the same arithmetic for a runtime dimension size, on kernel-IR index
+  Exprs, for the StridedSlice lowering (compiled code).
 
 Precedence of the masks on one index entry (TF's): ellipsis over new axis over everything
 else; a shrunk axis uses its begin value even when its begin/end mask bit is set; mask bits
@@ -135,3 +137,40 @@ def output_dims(input_dims, begin, end, strides, masks: dict):
         bounds = dim_bounds(size, spec, d)
         sizes.append(None if bounds is None else bounds[3])
     return [1 if entry is NEW_AXIS else sizes[entry] for entry in layout]
+
+
+# --- the same arithmetic on kernel-IR index Exprs (runtime sizes), for the lowering ----------
+
+
+def _canonical_expr(x, masked: bool, is_begin: bool, dim, stride: int):
+    """`_canonical` for a static bound `x` and a runtime size `dim` (an int64 Expr)."""
+    from . import lower_index as lx
+
+    lo, hi = (0, dim) if stride > 0 else (-1, lx.sub(dim, 1))
+    if masked:
+        return lx.index(lo if (stride > 0) == is_begin else hi)
+    x = lx.add(dim, x) if x < 0 else lx.index(x)
+    return lx.minimum(lx.maximum(x, lo), hi)
+
+
+def dim_bounds_expr(dim, spec: DimSpec, index: int):
+    """(begin, size, stride, in_bounds) like `dim_bounds` for static begin/end/stride and a
+    runtime size `dim` (Expr): begin and size are Exprs, and `in_bounds` is a bool Expr that
+    must hold at run time (a shrink index inside the dimension; True otherwise)."""
+    from . import lower_index as lx
+
+    stride = spec.stride
+    if stride == 0:
+        raise ValueError(f"strides[{index}] must be non-zero")
+    if spec.shrink:
+        if stride < 0:
+            raise ValueError(f"only stride 1 allowed on non-range indexing (dimension {index} "
+                             f"is indexed with an integer but has stride {stride}).")
+        fwd = lx.add(dim, spec.begin) if spec.begin < 0 else lx.index(spec.begin)
+        return fwd, lx.index(1), 1, lx.all_of([lx.ge(fwd, 0), lx.lt(fwd, dim)])
+    begin = _canonical_expr(spec.begin, spec.begin_masked, True, dim, stride)
+    end = _canonical_expr(spec.end, spec.end_masked, False, dim, stride)
+    length = lx.sub(end, begin) if stride > 0 else lx.sub(begin, end)
+    step = abs(stride)
+    size = lx.maximum(lx.floordiv(lx.add(length, step - 1), step), 0)
+    return begin, size, stride, lx.all_of([])

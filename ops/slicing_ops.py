@@ -21,15 +21,20 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir_build import remap
+from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import Dimension, TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import gather_ops
+from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import first_tensor_dtype, static_value
 from .gather_ops import boolean_mask, gather, gather_nd
+from .lower_util import require_real
 from .registry import OpDef
-from .slice_spec import NEW_AXIS, dense_spec, dim_bounds, output_dims
+from .slice_spec import NEW_AXIS, dense_spec, dim_bounds, dim_bounds_expr, output_dims
 
 __all__ = ["slice", "strided_slice", "gather", "gather_nd", "boolean_mask", "tensor_getitem"]
 
@@ -360,3 +365,63 @@ def tensor_getitem(tensor, key) -> Tensor:
 
 
 OP_DEFS = (SLICE, STRIDED_SLICE, *gather_ops.OP_DEFS)
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# Index remaps: out[i] = x[begin + i * stride], fused into consumers.  Slice takes begin/size
+# as symbolic ints (sizes may be runtime values); StridedSlice needs static begin/end/strides
+# and resolves them against runtime sizes with slice_spec.dim_bounds_expr.
+
+
+def _lower_slice(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    begin, size = ctx.symbolic_ints(op.inputs[1]), ctx.symbolic_ints(op.inputs[2])
+    if len(begin) != rank or len(size) != rank:
+        raise NotLowerable("Slice needs begin and size with one entry per dimension")
+    dims = []
+    for k, (n, b, s) in enumerate(zip(x.shape, begin, size)):
+        lx.require(ctx, lx.all_of([lx.ge(b, 0), lx.le(b, n)]),
+                   f"Expected begin[{k}] in [0, size of dimension {k}] in {op.name}")
+        if ir.is_const(s, -1):
+            dims.append(lx.sub(n, b))
+            continue
+        lx.require(ctx, lx.ge(s, -1), f"Expected size[{k}] >= -1 in {op.name}")
+        out = s if lx.provably_nonneg(s) else lx.select(lx.eq(s, -1), lx.sub(n, b), s)
+        lx.require(ctx, lx.le(lx.add(b, out), n),
+                   f"Expected begin[{k}] + size[{k}] <= size of dimension {k} in {op.name}")
+        dims.append(out)
+    shape = lx.out_shape(op.outputs[0], dims)
+    return [remap(x, shape, lambda a: [lx.add(i, b) for i, b in zip(a, begin)])]
+
+
+def _lower_strided_slice(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    begin, end, strides = ([int(v) for v in ctx.static(t, name).reshape(-1)]
+                           for t, name in zip(op.inputs[1:], ("begin", "end", "strides")))
+    try:
+        dims, layout = dense_spec(len(x.shape), begin, end, strides,
+                                  **{k: op.get_attr(k) for k in _MASKS})
+        bounds = [dim_bounds_expr(n, spec, k) for k, (n, spec) in enumerate(zip(x.shape, dims))]
+    except ValueError as e:
+        raise NotLowerable(str(e)) from None
+    for k, (start, _, _, ok) in enumerate(bounds):
+        lx.require(ctx, ok, f"slice index {dims[k].begin} of dimension {k} out of bounds in "
+                            f"{op.name}")
+    shape = lx.out_shape(op.outputs[0], [ir.index(1) if e is NEW_AXIS else bounds[e][1]
+                                         for e in layout])
+
+    def index_fn(a):
+        idx = [b[0] for b in bounds]  # shrunk dimensions stay at their begin
+        for j, e in enumerate(layout):
+            if e is not NEW_AXIS:
+                idx[e] = lx.add(bounds[e][0], lx.mul(a[j], bounds[e][2]))
+        return idx
+
+    return [remap(x, shape, index_fn)]
+
+
+SLICE.lower = _lower_slice
+STRIDED_SLICE.lower = _lower_strided_slice

@@ -2,11 +2,19 @@
 
 Only the fields flowjit acts on are meaningful; others are accepted (so TF 1.x code that
 sets them runs) and documented as ignored.
+
+Auto-clustering (runtime/clustering.py) is switched by, in order of precedence:
+`ConfigProto(jit=False | True | JitOptions(...))`; TensorFlow's spelling
+`ConfigProto(graph_options=GraphOptions(optimizer_options=OptimizerOptions(
+global_jit_level=OptimizerOptions.OFF | ON_1 | ON_2)))` (DEFAULT defers); the environment
+variable `FLOWJIT_JIT=0|1`; and otherwise it is on.  `jit_options(config)` resolves them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import os
 
 
 class GPUOptions:
@@ -17,26 +25,92 @@ class GPUOptions:
         self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
 
 
+class OptimizerOptions:
+    """Graph optimizer options; flowjit acts on `global_jit_level` (auto-clustering).
+
+    DEFAULT (0) leaves the choice to flowjit's default, OFF (-1) disables clustering, ON_1
+    and ON_2 enable it.  `do_common_subexpression_elimination`, `do_constant_folding` and
+    `opt_level` are accepted and ignored (the compiler always does both inside clusters).
+    """
+
+    DEFAULT = 0
+    OFF = -1
+    ON_1 = 1
+    ON_2 = 2
+    L1 = 0
+    L0 = -1
+
+    def __init__(self, do_common_subexpression_elimination=False, do_constant_folding=False,
+                 opt_level=0, global_jit_level=0, **kwargs):
+        self.do_common_subexpression_elimination = do_common_subexpression_elimination
+        self.do_constant_folding = do_constant_folding
+        self.opt_level = opt_level
+        self.global_jit_level = int(global_jit_level)
+
+
+class GraphOptions:
+    """Graph options: `optimizer_options` (an OptimizerOptions); the rest is ignored."""
+
+    def __init__(self, optimizer_options=None, **kwargs):
+        self.optimizer_options = optimizer_options or OptimizerOptions()
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+
+@dataclasses.dataclass(frozen=True)
+class JitOptions:
+    """flowjit's auto-clustering policy (see runtime/clustering.py).
+
+    enabled: cluster compilable ops at all.  compile_after_runs: a cluster runs this many
+    times per input signature with reference kernels before it is compiled (0: compile on
+    the first run).  min_ops: clusters with fewer non-constant ops are left to the executor.
+    """
+
+    enabled: bool = True
+    compile_after_runs: int = 2
+    min_ops: int = 2
+
+
 class ConfigProto:
     """Session configuration.
 
     inter_op_parallelism_threads: threads that run independent ops concurrently (0: one
     per CPU core; 1: run ops one after another in the calling thread).
+    graph_options.optimizer_options.global_jit_level and `jit` (flowjit's own: a bool or a
+    JitOptions) switch auto-clustering; see the module docstring for precedence.
     Other TensorFlow fields (log_device_placement, allow_soft_placement, gpu_options,
     device_count, intra_op_parallelism_threads) are accepted and currently ignored.
     """
 
     def __init__(self, inter_op_parallelism_threads=0, intra_op_parallelism_threads=0,
                  log_device_placement=False, allow_soft_placement=False, gpu_options=None,
-                 device_count=None, **kwargs):
+                 device_count=None, graph_options=None, jit=None, **kwargs):
         self.inter_op_parallelism_threads = int(inter_op_parallelism_threads)
         self.intra_op_parallelism_threads = int(intra_op_parallelism_threads)
         self.log_device_placement = log_device_placement
         self.allow_soft_placement = allow_soft_placement
         self.gpu_options = gpu_options or GPUOptions()
         self.device_count = dict(device_count or {})
+        self.graph_options = graph_options or GraphOptions()
+        self.jit = jit
         for k, v in kwargs.items():
             setattr(self, k, v)
+
+
+def jit_options(config: ConfigProto) -> JitOptions:
+    """The auto-clustering policy `config` asks for (explicit settings, then FLOWJIT_JIT)."""
+    jit = config.jit
+    if isinstance(jit, JitOptions):
+        return jit
+    if jit is not None:
+        return JitOptions(enabled=bool(jit))
+    level = config.graph_options.optimizer_options.global_jit_level
+    if level != OptimizerOptions.DEFAULT:
+        return JitOptions(enabled=level > 0)
+    env = os.environ.get("FLOWJIT_JIT", "").strip().lower()
+    if env:
+        return JitOptions(enabled=env not in ("0", "false", "off", "no"))
+    return JitOptions()
 
 
 class TraceLevel(enum.IntEnum):

@@ -7,6 +7,11 @@ the ready queue; with a thread pool, independent ready nodes run concurrently.  
 come from each op's definition (the NumPy reference kernels); the executor does not know
 how they were made.
 
+A plan node is an `Operation` or a *step*: an object standing for several ops (a compiled
+cluster, runtime/clustering.py) with `ops`, `inputs` (tensors it reads), `name`, `type`
+and `run(values, state, deadline)`.  `build_plan(..., group=)` lets a caller replace ops by
+steps; dependencies between nodes are derived from the member ops' edges.
+
 Error contract: any failure inside a kernel surfaces as an `OpError` subclass naming the
 op, its type, its inputs' shapes and dtypes and the user's line that created it.  After an
 error no new nodes start; the run waits for running ones and raises the first error.
@@ -15,12 +20,14 @@ error no new nodes start; the run waits for running ones and raises the first er
 from __future__ import annotations
 
 import collections
+import heapq
 import queue
 import threading
 import time
 
 import numpy as np
 
+from ..compiler.node import Operation
 from ..errors import (DeadlineExceededError, InvalidArgumentError, OpError,
                       ResourceExhaustedError)
 from ..ops.registry import Trait
@@ -41,15 +48,19 @@ class Plan:
     __slots__ = ("ops", "pending", "consumers", "roots", "parallel")
 
     def __init__(self, ops, pending, consumers, roots, parallel):
-        self.ops = ops              # Operations in creation (topological) order
-        self.pending = pending      # per op index: number of unfinished input/control edges
-        self.consumers = consumers  # per op index: consumer op indices, one per edge
-        self.roots = roots          # op indices with nothing pending
-        self.parallel = parallel    # True when some ops could run side by side
+        self.ops = ops              # nodes (Operations or steps) in a topological order
+        self.pending = pending      # per node index: number of unfinished nodes it waits on
+        self.consumers = consumers  # per node index: indices of the nodes waiting on it
+        self.roots = roots          # node indices with nothing pending
+        self.parallel = parallel    # True when some nodes could run side by side
 
 
-def build_plan(fetch_tensors, target_ops, fed) -> Plan:
-    """The ops needed to compute `fetch_tensors` and run `target_ops`, given `fed` tensors."""
+def build_plan(fetch_tensors, target_ops, fed, group=None) -> Plan:
+    """The ops needed to compute `fetch_tensors` and run `target_ops`, given `fed` tensors.
+
+    `group(ops, fetch_tensors, fed)`, when given, returns the plan's nodes: some of `ops`
+    replaced by steps that run them together (runtime/clustering.py).
+    """
     needed = set()
     stack = [t.op for t in fetch_tensors if t not in fed] + list(target_ops)
     while stack:
@@ -64,34 +75,78 @@ def build_plan(fetch_tensors, target_ops, fed) -> Plan:
             if c not in needed:
                 stack.append(c)
     ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
-    index = {op: i for i, op in enumerate(ops)}
-    pending = [0] * len(ops)
-    consumers = [[] for _ in ops]
-    for i, op in enumerate(ops):
-        for t in op.inputs:
-            if t not in fed:
-                pending[i] += 1
-                consumers[index[t.op]].append(i)
-        for c in op.control_inputs:
-            pending[i] += 1
-            consumers[index[c]].append(i)
+    nodes = group(ops, fetch_tensors, fed) if group is not None else ops
+    return _link(nodes, fed)
+
+
+def _members(node) -> tuple:
+    return (node,) if type(node) is Operation else node.ops
+
+
+def _link(nodes, fed) -> Plan:
+    """Dependency counts and consumer lists between nodes, in a topological order."""
+    owner = {op: i for i, node in enumerate(nodes) for op in _members(node)}
+    deps = []
+    for i, node in enumerate(nodes):
+        d = set()
+        for op in _members(node):
+            d.update(owner[t.op] for t in op.inputs if t not in fed)
+            d.update(owner[c] for c in op.control_inputs)
+        d.discard(i)
+        deps.append(d)
+    order = _topological_order(deps)
+    position = {old: new for new, old in enumerate(order)}
+    nodes = [nodes[i] for i in order]
+    deps = [sorted(position[d] for d in deps[i]) for i in order]
+    pending = [len(d) for d in deps]
+    consumers = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for j in d:
+            consumers[j].append(i)
     roots = [i for i, p in enumerate(pending) if p == 0]
-    return Plan(ops, pending, consumers, roots, _has_width(ops, index, fed))
+    return Plan(nodes, pending, consumers, roots, _has_width(nodes, deps))
 
 
-def _has_width(ops, index, fed) -> bool:
-    """True when two ops share a topological level (so a thread pool could help)."""
-    level = [0] * len(ops)
+def _topological_order(deps) -> list:
+    """Node indices so that each comes after its dependencies (stable: Kahn's algorithm
+    taking the lowest ready index first keeps graph order when there are no steps)."""
+    waiting = [len(d) for d in deps]
+    users = [[] for _ in deps]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(deps):
+        raise AssertionError("grouping ops into steps made the plan cyclic")
+    return order
+
+
+def _has_width(nodes, deps) -> bool:
+    """True when two nodes share a topological level (so a thread pool could help)."""
+    level = [0] * len(nodes)
     seen = collections.Counter()
-    for i, op in enumerate(ops):
-        deps = [index[t.op] for t in op.inputs if t not in fed]
-        deps += [index[c] for c in op.control_inputs]
-        level[i] = 1 + max((level[d] for d in deps), default=-1)
-        if op.inputs or op.control_inputs:  # sources are cheap; width among real work counts
+    for i, node in enumerate(nodes):
+        level[i] = 1 + max((level[d] for d in deps[i]), default=-1)
+        if not _is_source(node):  # sources are cheap; width among real work counts
             seen[level[i]] += 1
             if seen[level[i]] > 1:
                 return True
     return False
+
+
+def _is_source(node) -> bool:
+    if type(node) is Operation:
+        return not (node.inputs or node.control_inputs)
+    return not node.inputs
 
 
 class KernelContext:
@@ -114,7 +169,16 @@ def _describe_inputs(op, inputs) -> str:
     return "; ".join(parts) if parts else "no inputs"
 
 
-def _run_op(op, values, state, deadline):
+def run_node(node, values, state, deadline):
+    """Run one plan node: an op's kernel, or a step."""
+    if type(node) is Operation:
+        run_op(node, values, state, deadline)
+    else:
+        node.run(values, state, deadline)
+
+
+def run_op(op, values, state, deadline):
+    """Run `op`'s kernel on its inputs from `values` and store its outputs there."""
     op_def = op.op_def
     inputs = []
     for i, t in enumerate(op.inputs):
@@ -181,7 +245,7 @@ def _execute_serial(plan, values, state, deadline, trace):
         if deadline is not None and time.monotonic() > deadline:
             raise _deadline_error(deadline, ops[i])
         start = time.perf_counter() if trace is not None else 0.0
-        _run_op(ops[i], values, state, deadline)
+        run_node(ops[i], values, state, deadline)
         if trace is not None:
             trace.append((ops[i], start - t0, time.perf_counter() - t0, threading.get_ident()))
         for c in consumers[i]:
@@ -202,7 +266,7 @@ def _execute_parallel(plan, values, state, pool, deadline, trace):
     def task(i):
         start = time.perf_counter()
         try:
-            _run_op(ops[i], values, state, deadline)
+            run_node(ops[i], values, state, deadline)
             done.put((i, None, (start, time.perf_counter(), threading.get_ident())))
         except BaseException as e:  # noqa: BLE001 - handed to the scheduling thread
             done.put((i, e, None))
@@ -217,11 +281,11 @@ def _execute_parallel(plan, values, state, pool, deadline, trace):
                 ready.append(c)
 
     def worth_a_thread(i):
-        op = ops[i]
-        if Trait.BLOCKING in op.op_def.traits:
+        node = ops[i]
+        if type(node) is Operation and Trait.BLOCKING in node.op_def.traits:
             return True
         work = 0
-        for t in op.inputs:
+        for t in node.inputs:
             work += getattr(values.get(t), "size", 0)
         return work >= POOL_MIN_ELEMENTS
 
@@ -231,7 +295,7 @@ def _execute_parallel(plan, values, state, pool, deadline, trace):
             if (not ready and in_flight == 0) or not worth_a_thread(i):  # run inline
                 start = time.perf_counter()
                 try:
-                    _run_op(ops[i], values, state, deadline)
+                    run_node(ops[i], values, state, deadline)
                 except BaseException as e:  # noqa: BLE001
                     error = e
                     break

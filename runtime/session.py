@@ -4,7 +4,9 @@ A Session binds a graph to per-session state (variable values, random generators
 any subgraph of it: `run(fetches, feed_dict)` resolves fetches and feeds, looks up or builds
 the execution plan for that signature (plans are cached; the graph is append-only, so a
 plan never goes stale), executes it and returns values in the fetch structure.  Any tensor
-may be fed, not only placeholders; a fed tensor's producers do not run.
+may be fed, not only placeholders; a fed tensor's producers do not run.  Unless the
+config turns it off, plans run groups of compilable ops as compiled clusters
+(runtime/clustering.py).
 
 Returned arrays are always the caller's to keep: values that alias session state or graph
 constants are copied.  An error in one run leaves the session usable.
@@ -13,6 +15,7 @@ constants are copied.  An error in one run leaves the session usable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..compiler.graph import Tensor, get_default_graph
-from .config import ConfigProto, NodeStats, TraceLevel
+from . import clustering
+from .config import ConfigProto, NodeStats, TraceLevel, jit_options
 from .executor import build_plan, execute
 from .fetches import FetchStructure, convert_feed
 from .state import SessionState, VariableRef
@@ -40,6 +44,9 @@ class Session:
         threads = self._config.inter_op_parallelism_threads
         self._threads = threads if threads > 0 else (os.cpu_count() or 1)
         self._default_ctx = []
+        jit = jit_options(self._config)
+        self._group = functools.partial(clustering.form_clusters, options=jit) \
+            if jit.enabled else None
 
     # --- properties ---------------------------------------------------------------------------
     @property
@@ -72,7 +79,7 @@ class Session:
                frozenset(t._id for t in feeds))
         plan = self._plans.get(key)
         if plan is None:
-            plan = build_plan(tensors, targets, feeds)
+            plan = build_plan(tensors, targets, feeds, self._group)
             self._plans[key] = plan
         values = dict(feeds)
         timeout = options.timeout_in_ms / 1000.0 if options and options.timeout_in_ms else None

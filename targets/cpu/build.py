@@ -1,23 +1,47 @@
-"""Turning generated kernel source into a callable numba function.
+"""Turning generated kernel source into a callable, through the kernel caches.
 
-Owns `build_kernel(source, name)`: the source is executed as a real module (its text is
+`build_kernel(source, name)`: the source is executed as a real module (its text is
 registered with `linecache` so tracebacks and `inspect.getsource` show it) and the kernel is
 compiled with `numba.njit(parallel=<uses prange>, error_model="numpy", nogil=True)`.
-Compilation is lazy, on the first call, so building is cheap until the kernel runs.
+Compilation is lazy, on the first call.
+
+`build_cached(program, make_source) -> (kernel, source)` is what the pipeline calls: it
+keys the optimized IR (cache.py), returns a kernel already built in this process, else
+loads the entry from the disk cache (native.py: no numba import, no compile), else calls
+`make_source()`, builds with numba and stores a cache entry: `kernel.o`, the object code of
+a C-ABI entry point compiled with `numba.cfunc`:
+
+    flowjit_entry(args, meta) -> 1 on success, 0 when the kernel raised
+    args: per input its data pointer then its sizes (int64)
+    meta: per output an NRT array struct (meminfo with a reference taken, parent, nitems,
+          itemsize, data, sizes, strides)
+
+plus `kernel.json` (entry name, input and output dtypes and ranks, external symbols it
+needs) and `source.py` (the generated source, shown by `lower()` and used to report errors).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import linecache
+import logging
 
-import numba
+from ...compiler.ir import Program
+from . import cache
+
+log = logging.getLogger("flowjit.cache")
 
 NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
+ABI = "flowjit_entry-1"
+ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
+_built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
 
 
 def build_kernel(source: str, name: str = "kernel"):
     """Execute `source`, wrap its `name` function with numba and return the dispatcher."""
+    import numba
+
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<flowjit-kernel-{digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -25,3 +49,112 @@ def build_kernel(source: str, name: str = "kernel"):
     exec(compile(source, filename, "exec"), namespace)
     parallel = "prange(" in source
     return numba.njit(parallel=parallel, **NJIT_OPTIONS)(namespace[name])
+
+
+def build_cached(program: Program, make_source) -> tuple:
+    """The kernel for `program` and its source, from the in-memory or disk cache when
+    possible; `make_source()` generates the source on a miss."""
+    material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI})
+    key = cache.key_of(material)
+    hit = _built.get(key)
+    if hit is not None:
+        return hit
+    files = cache.read_entry(key, material, ENTRY_FILES)
+    if files is not None:
+        source = files["source.py"].decode()
+        try:
+            from .native import NativeKernel
+
+            kernel = NativeKernel(files, _lazy_build(source))
+            log.info("flowjit cache: loaded kernel %s from %s", key[:16], cache.cache_dir())
+            _built[key] = (kernel, source)
+            return kernel, source
+        except Exception as e:  # noqa: BLE001 - any failure to load means: rebuild
+            cache.STATS["rejected"] += 1
+            log.warning("flowjit cache: cannot load entry %s (%s: %s); recompiling",
+                        key[:16], type(e).__name__, e)
+            cache.discard_entry(key)
+    source = make_source()
+    kernel = build_kernel(source)
+    if cache.cache_dir() is not None:
+        try:
+            files = compile_entry(source, program, kernel)
+        except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
+            log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
+                        type(e).__name__, e)
+        else:
+            cache.write_entry(key, material, files)
+    _built[key] = (kernel, source)
+    return kernel, source
+
+
+def _lazy_build(source: str):
+    holder: list = []
+
+    def get():
+        if not holder:
+            holder.append(build_kernel(source))
+        return holder[0]
+
+    return get
+
+
+def _np_name(dtype) -> str:
+    import numpy as np
+
+    return np.dtype(dtype.np_dtype).name
+
+
+def entry_source(inputs, outputs) -> str:
+    """Source of the C-ABI entry point for inputs/outputs given as (dtype name, rank)."""
+    lines = ["def flowjit_entry(args, meta):"]
+    k = 0
+    for i, (dt, rank) in enumerate(inputs):
+        ptr = f"as_voidptr(args[{k}])"
+        if rank == 0:
+            lines.append(f"    in{i} = carray({ptr}, (1,), np.{dt})[0:1].reshape(())")
+        else:
+            dims = "".join(f"args[{k + 1 + j}], " for j in range(rank))
+            lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
+        k += 1 + rank
+    call = ", ".join(f"in{i}" for i in range(len(inputs)))
+    lines += ["    try:", f"        outs = kernel({call})", "    except Exception:",
+              "        return 0"]
+    off = 0
+    for j, (_, rank) in enumerate(outputs):
+        lines += [f"    o = outs[{j}]", f"    meta[{off}] = take_meminfo(o)",
+                  f"    meta[{off + 1}] = 0", f"    meta[{off + 2}] = o.size",
+                  f"    meta[{off + 3}] = o.itemsize", f"    meta[{off + 4}] = o.ctypes.data"]
+        for d in range(rank):
+            lines.append(f"    meta[{off + 5 + d}] = o.shape[{d}]")
+            lines.append(f"    meta[{off + 5 + rank + d}] = o.strides[{d}]")
+        off += 5 + 2 * rank
+    lines.append("    return 1")
+    return "\n".join(lines) + "\n"
+
+
+def compile_entry(source: str, program: Program, kernel) -> dict:
+    """Compile the C-ABI entry point around `kernel`; the files of its cache entry."""
+    import numba
+    import numpy as np
+    from numba import types
+
+    from ._entry_intrinsics import as_voidptr, take_meminfo
+
+    inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
+    outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
+    namespace = {"np": np, "carray": numba.carray, "kernel": kernel,
+                 "as_voidptr": as_voidptr, "take_meminfo": take_meminfo}
+    exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
+    sig = types.int64(types.CPointer(types.int64), types.CPointer(types.int64))
+    entry = numba.cfunc(sig, **NJIT_OPTIONS)(namespace["flowjit_entry"])
+    library = entry._library
+    module = library._final_module
+    symbols = sorted({f.name for f in module.functions
+                      if f.is_declaration and not f.name.startswith("llvm.")}
+                     | {g.name for g in module.global_variables if g.is_declaration})
+    obj = library.serialize_using_object_code()[2][0]
+    meta = {"entry": entry.native_name, "inputs": inputs, "outputs": outputs,
+            "parallel": "prange(" in source, "symbols": symbols}
+    return {"kernel.o": bytes(obj), "kernel.json": json.dumps(meta).encode(),
+            "source.py": source.encode()}

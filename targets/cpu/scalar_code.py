@@ -157,6 +157,8 @@ def render(op: Scalar, dtype, args, arg_dtypes, helpers=None) -> str:
     if op is Scalar.NOT:
         return f"(not {a[0]})"
     if op is Scalar.SELECT:
+        if dtype.is_integer:  # both arms typed: a prange index (uint64) and an int64 unify
+            return f"({_typed(a[1], dtype)} if {a[0]} else {_typed(a[2], dtype)})"  # to float
         return f"({a[1]} if {a[0]} else {a[2]})"
     if op is Scalar.CAST:
         if dtype.is_bool:

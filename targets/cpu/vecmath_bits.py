@@ -124,3 +124,67 @@ def fmadd(typingctx, a, b, c):
         return _llvm_intrinsic(builder, "fmuladd", list(args))
 
     return fty(fty, fty, fty), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a*b + c with a single rounding (llvm.fma): exact products for Cody-Waite reduction.
+
+    Compiles to one vfmadd instruction on CPUs with FMA (every x86-64-v3 and AArch64 CPU); on
+    older CPUs LLVM calls libm's fma, which stays correct but is slow.
+    """
+    fty = _float_type(a)
+    if b != fty or c != fty:
+        raise TypingError("fma arguments must have the same float type")
+
+    def codegen(context, builder, sig, args):
+        return _llvm_intrinsic(builder, "fma", list(args))
+
+    return fty(fty, fty, fty), codegen
+
+
+_SQRT_HALF_BITS = {types.float32: 0x3F3504F3, types.float64: 0x3FE6A09E667F3BCD}
+
+
+@intrinsic
+def frexp_sqrt2(typingctx, x):
+    """(m, e) with x == m * 2**e and sqrt(1/2) <= m < sqrt(2), for positive normal x.
+
+    Both are floats of x's type. Zero, negative, subnormal, inf and NaN inputs give
+    meaningless (but defined) results; callers patch them with selects.
+    """
+    fty = _float_type(x)
+    ity = _INT_OF[fty]
+    ret = types.UniTuple(fty, 2)
+
+    def codegen(context, builder, sig, args):
+        lity = context.get_value_type(ity)
+        lfty = context.get_value_type(fty)
+        bits = builder.bitcast(args[0], lity)
+        shifted = builder.sub(bits, ir.Constant(lity, _SQRT_HALF_BITS[fty]))
+        e = builder.ashr(shifted, ir.Constant(lity, _MANT_BITS[fty]))
+        mbits = builder.sub(bits, builder.shl(e, ir.Constant(lity, _MANT_BITS[fty])))
+        m = builder.bitcast(mbits, lfty)
+        return context.make_tuple(builder, ret, [m, builder.sitofp(e, lfty)])
+
+    return ret(fty), codegen
+
+
+@intrinsic
+def int_bit(typingctx, n, mask):
+    """True where (int(n) & mask) != 0, for an integer-valued float n with |n| < 2**22 (f32)
+    or 2**51 (f64); uses the 1.5 * 2**mantissa_bits shifter trick, so NaN/huge n are defined."""
+    fty = _float_type(n)
+    ity = _INT_OF[fty]
+    if not isinstance(mask, types.Integer):
+        raise TypingError("int_bit mask must be an integer")
+
+    def codegen(context, builder, sig, args):
+        lity = context.get_value_type(ity)
+        lfty = context.get_value_type(fty)
+        shifter = ir.Constant(lfty, 1.5 * 2.0 ** _MANT_BITS[fty])
+        bits = builder.bitcast(builder.fadd(args[0], shifter), lity)
+        m = context.cast(builder, args[1], mask, ity)
+        return builder.icmp_signed("!=", builder.and_(bits, m), ir.Constant(lity, 0))
+
+    return types.boolean(fty, mask), codegen

@@ -1,0 +1,330 @@
+"""Auto-clustering: `Session.run` runs maximal groups of compilable ops as compiled functions.
+
+`form_clusters(ops, fetches, fed, options)` partitions a plan's ops (runtime/executor.py)
+into *clusters*: maximal connected sets of ops that have a lowering and none of the traits
+STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), carry and feed no
+control edges, produce no fed tensor and have no string or complex tensors.  Clusters grow
+greedily along data edges in graph order; two clusters merge only if the contracted graph
+stays acyclic (no path between them through anything else — the XLA-style cycle check), so a
+cluster can run as ONE node of the executor's dependency graph.  Variables, feeds, random and
+other runtime ops stay with the executor, which hands tensors to a cluster at its boundary:
+a cluster's inputs are tensors it reads that are fed or made outside it; its outputs are the
+tensors it makes that are fetched or read outside it.  A fed tensor therefore splits a chain.
+
+Policy (cheap for the many tiny graphs of tests and scripts, fast for loops that matter):
+- clusters with fewer than `JitOptions.min_ops` (2) non-constant ops stay plain ops;
+- a cluster runs `compile_after_runs` (2) times per input signature with the reference
+  kernels, and is compiled on the next run: compiling costs ~0.5-2 s, so one-shot graphs never
+  pay it, while training loops compile on their third step;
+- the signature is compiler/tracing.py's `array_key` per input (dtype, rank, which sizes are
+  1): new batch sizes reuse the kernel.  Compiled kernels are shared by every session and plan
+  of a graph that contain the same cluster with the same boundary.
+- an op the compiler cannot lower (`NotLowerable`) makes that cluster signature run with the
+  reference kernels for good (logged once on the `flowjit.jit` logger).
+The option lives in runtime/config.py (`ConfigProto(jit=...)`, `global_jit_level`,
+`FLOWJIT_JIT`).
+
+Errors: a compiled kernel raises ValueError/ZeroDivisionError for bad sizes or integer
+division by zero; the cluster then reruns its ops with the reference kernels (stateless, so
+safe) to report the exact op and user line; if they succeed, an InvalidArgumentError names
+the cluster's ops and the first op's line.  Compiled calls are serialized by a lock: numba's
+default workqueue threading layer must not run parallel kernels from two threads at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import weakref
+
+import numpy as np
+
+from .. import dtypes
+from ..compiler.lowering import NotLowerable
+from ..compiler.tracing import array_key
+from ..errors import InvalidArgumentError, ResourceExhaustedError
+from ..ops.registry import Trait
+from . import executor
+from .config import JitOptions
+from .state import VariableRef
+
+log = logging.getLogger("flowjit.jit")
+
+STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
+
+_EXCLUDED_TRAITS = frozenset({Trait.STATEFUL, Trait.RUNTIME_VALUE, Trait.BLOCKING,
+                              Trait.COMMUNICATION})
+
+# numba's workqueue threading layer aborts when parallel kernels are launched from several
+# threads at once, and the inter-op pool may run two clusters side by side: one at a time.
+# (Each kernel is itself parallel over its outer loop, so little is lost.)
+_KERNEL_LOCK = threading.Lock()
+
+# graph -> {cluster key: _Kernels}: compiled kernels and run counts shared by all sessions
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def clusterable(op, fed) -> bool:
+    """Whether `op` may join a cluster (ignoring control edges, which the partition checks)."""
+    op_def = op.op_def
+    if op_def.lower is None or op_def.traits & _EXCLUDED_TRAITS or op_def.ref_inputs:
+        return False
+    if op.control_inputs or any(t in fed for t in op.outputs):
+        return False
+    return all(_compilable(t.dtype) for t in (*op.inputs, *op.outputs))
+
+
+def _compilable(dtype) -> bool:
+    return dtype is not dtypes.string and not dtype.is_complex
+
+
+def partition(ops, fed) -> list:
+    """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted."""
+    index = {op: i for i, op in enumerate(ops)}
+    controlling = {c for op in ops for c in op.control_inputs}
+    ok = [clusterable(op, fed) and op not in controlling for op in ops]
+    n = len(ops)
+    data_deps = [[index[t.op] for t in op.inputs if t not in fed] for op in ops]
+    succ = [set() for _ in range(n)]   # contracted graph, keyed by cluster representative
+    pred = [set() for _ in range(n)]
+    for i, op in enumerate(ops):
+        for j in data_deps[i] + [index[c] for c in op.control_inputs]:
+            succ[j].add(i)
+            pred[i].add(j)
+    rep = list(range(n))
+    members = {i: [i] for i in range(n)}
+
+    def find(i):
+        while rep[i] != i:
+            rep[i] = rep[rep[i]]
+            i = rep[i]
+        return i
+
+    def other_path(a, b, limit):
+        """A path a -> ... -> b of two or more edges?  Nodes past `limit` (not yet visited
+        by the sweep, so singletons whose descendants are too) cannot reach b."""
+        stack = [s for s in succ[a] if s != b]
+        seen = set(stack)
+        while stack:
+            x = stack.pop()
+            if x == b:
+                return True
+            if x > limit:
+                continue
+            for y in succ[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return False
+
+    def merge(a, b):
+        rep[a] = b
+        members[b].extend(members.pop(a))
+        for s in succ[a]:
+            pred[s].discard(a)
+            if s != b:
+                pred[s].add(b)
+                succ[b].add(s)
+        for p in pred[a]:
+            succ[p].discard(a)
+            if p != b:
+                succ[p].add(b)
+                pred[b].add(p)
+        pred[b].discard(a)
+        succ[a] = set()
+        pred[a] = set()
+
+    for v in range(n):
+        if not ok[v]:
+            continue
+        for u in data_deps[v]:
+            if not ok[u]:
+                continue
+            a, b = find(u), find(v)
+            if a != b and not other_path(a, b, v):
+                merge(a, b)
+    return [[ops[i] for i in sorted(group)] for r, group in sorted(members.items()) if ok[r]]
+
+
+def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
+    """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`."""
+    groups = [g for g in partition(ops, fed)
+              if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
+    if not groups:
+        return ops
+    readers = collections.defaultdict(list)
+    for op in ops:
+        for t in op.inputs:
+            if t not in fed:
+                readers[t].append(op)
+    fetched = set(fetches)
+    grouped = {}
+    for g in groups:
+        step = ClusterStep(g, readers, fetched, options)
+        for op in g:
+            grouped[op] = step
+    nodes, placed = [], set()
+    for op in ops:
+        step = grouped.get(op)
+        if step is None:
+            nodes.append(op)
+        elif id(step) not in placed:
+            placed.add(id(step))
+            nodes.append(step)
+    return nodes
+
+
+class ClusterStep:
+    """A plan node that runs a cluster: compiled when the policy says so, else op by op."""
+
+    type = "Cluster"
+
+    def __init__(self, ops, readers, fetched, options: JitOptions):
+        members = set(ops)
+        inputs, first_reader = [], {}
+        for op in ops:
+            for t in op.inputs:
+                if t.op not in members and t not in first_reader:
+                    first_reader[t] = op
+                    inputs.append(t)
+        self.ops = tuple(ops)
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(t for op in ops for t in op.outputs
+                             if t in fetched or any(r not in members for r in readers[t]))
+        self.readers = tuple(first_reader[t] for t in inputs)
+        self.options = options
+        self.kernels = _shared_kernels(self)
+        self.name = self.kernels.name
+
+    def __repr__(self):
+        return f"<ClusterStep {self.name}: {', '.join(op.name for op in self.ops)}>"
+
+    def run(self, values, state, deadline):
+        """Compute the cluster's outputs from `values` into `values`."""
+        arrays = []
+        for t, reader in zip(self.inputs, self.readers):
+            v = values[t]
+            if type(v) is VariableRef:
+                v = v.read(reader)
+            if not isinstance(v, np.ndarray):
+                return self.interpret(values, state, deadline)
+            arrays.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+        entry = self.kernels.entry(self, arrays)
+        if entry is None:
+            return self.interpret(values, state, deadline)
+        try:
+            with _KERNEL_LOCK:
+                outs = entry.kernel(*arrays, *entry.constants)
+        except (ValueError, ZeroDivisionError) as e:
+            self.interpret(values, state, deadline)  # raises the exact op's error, if any
+            raise InvalidArgumentError(None, self.ops[0], f"{e} (in compiled cluster "
+                                       f"{self.name} of ops {self._op_names()})") from None
+        except MemoryError as e:
+            raise ResourceExhaustedError(None, self.ops[0], f"Out of memory in compiled "
+                                         f"cluster {self.name}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - numba compiles on the first call
+            if STRICT:
+                raise
+            self.kernels.give_up(array_key_of(arrays), f"numba failed: {e}", warn=True)
+            return self.interpret(values, state, deadline)
+        for t, v in zip(self.outputs, outs):
+            if executor.CHECK_OUTPUTS:
+                executor._check_output(t.op, t, v)
+            values[t] = v
+
+    def interpret(self, values, state, deadline):
+        """Run the member ops one by one with their reference kernels."""
+        for op in self.ops:
+            executor.run_op(op, values, state, deadline)
+
+    def _op_names(self) -> str:
+        names = [op.name for op in self.ops if Trait.SOURCE not in op.op_def.traits]
+        return ", ".join(f"'{n}'" for n in names[:8]) + (", ..." if len(names) > 8 else "")
+
+    def describe(self) -> str:
+        """The cluster as text: its inputs, then one line per op."""
+        lines = [f"{self.name}: inputs " + ", ".join(t.name for t in self.inputs)]
+        for op in self.ops:
+            outs = ", ".join(f"{t.dtype.name}{t.shape}" for t in op.outputs)
+            lines.append(f"{op.name} = {op.type}({', '.join(t.name for t in op.inputs)})"
+                         f" -> {outs}")
+        lines.append("outputs " + ", ".join(t.name for t in self.outputs))
+        return "\n".join(lines)
+
+
+def array_key_of(arrays) -> tuple:
+    """A cluster call's signature: dtype and which sizes are 1, per input array."""
+    return tuple(array_key(a) for a in arrays)
+
+
+class _Kernels:
+    """Compiled kernels of one cluster, per signature, with each signature's run count."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lock = threading.Lock()
+        self.runs: collections.Counter = collections.Counter()
+        self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
+        self.compile_count = 0
+
+    def entry(self, step: ClusterStep, arrays):
+        """The compiled kernel for these inputs, or None to run the reference kernels."""
+        key = array_key_of(arrays)
+        entry = self.entries.get(key, False)
+        if entry is not False:
+            return entry
+        with self.lock:
+            if key in self.entries:
+                return self.entries[key]
+            self.runs[key] += 1
+            if self.runs[key] <= step.options.compile_after_runs:
+                return None
+            self.entries[key] = entry = self._compile(step, arrays, key)
+            return entry
+
+    def _compile(self, step, arrays, key):
+        from ..compiler.pipeline import compile_cluster
+
+        specs = [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
+                 for a in arrays]
+        try:
+            compiled = compile_cluster(list(step.ops), list(step.inputs), specs,
+                                       list(step.outputs), step.describe())
+        except NotLowerable as e:
+            log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,
+                     step._op_names(), e)
+            return None
+        except Exception as e:  # noqa: BLE001 - a compiler bug must not break the program
+            if STRICT:
+                raise
+            log.warning("flowjit: compiling %s (%s) failed, using reference kernels: %r",
+                        self.name, step._op_names(), e)
+            return None
+        self.compile_count += 1
+        log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
+                 key)
+        return compiled
+
+    def give_up(self, key, reason: str, warn: bool):
+        """Run this signature with reference kernels from now on."""
+        self.entries[key] = None
+        (log.warning if warn else log.info)("flowjit: %s runs with reference kernels: %s",
+                                            self.name, reason)
+
+
+def _shared_kernels(step: ClusterStep) -> _Kernels:
+    """The kernel cache of this cluster, shared by every plan of the graph that has it."""
+    graph = step.ops[0].graph
+    key = (tuple(op._id for op in step.ops), tuple(t.name for t in step.inputs),
+           tuple(t.name for t in step.outputs))
+    with _SHARED_LOCK:
+        table = _SHARED.get(graph)
+        if table is None:
+            table = _SHARED[graph] = {}
+        kernels = table.get(key)
+        if kernels is None:
+            kernels = table[key] = _Kernels(f"cluster_{len(table)}")
+        return kernels
+

@@ -1,0 +1,231 @@
+"""Running cached kernel object code in a process that never imports numba.
+
+numba's own disk cache still pays ~0.5 s on the first call of a fresh process (importing
+numba and building its typing and target machinery).  A cached flowjit kernel is instead
+the object code of a C-ABI entry point (`flowjit_entry(args, meta)`, see build.py) that
+calls the numba-compiled kernel; this module loads it with llvmlite's MCJIT and calls it
+through ctypes, importing only llvmlite and numba's C extension modules (its runtime: NRT
+memory management, helper functions, the threading layer for prange loops).
+
+`ensure_runtime()` loads those extensions *by file*, under their usual module names, so a
+later `import numba` in the same process reuses them instead of initializing them twice;
+it registers their symbols with LLVM exactly as numba does, and starts the threading layer
+(NUMBA_THREADING_LAYER when it names one, else omp, else workqueue; the choice is written
+to NUMBA_THREADING_LAYER when unset so numba, if imported later, agrees).
+
+`NativeKernel(files)` is called like the numba dispatcher: `kernel(*arrays) -> tuple of
+arrays`.  The entry point returns each output as a numba array struct holding a reference
+to its memory; NRT's own boxing function turns that into a NumPy array that owns the
+reference.  When the entry point reports an exception (a size check failed, division by
+zero, ...) the call is repeated with the numba build of the same source, which raises the
+real exception — errors are rare, so they may pay for the compile.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import glob
+import importlib.machinery
+import importlib.util
+import json
+import logging
+import os
+import sys
+import threading
+
+import numpy as np
+
+log = logging.getLogger("flowjit.cache")
+
+_lock = threading.RLock()
+_runtime: dict | None = None
+_engines: list = []           # keep every loaded engine (and its code) alive
+
+
+def _numba_dir() -> str:
+    mod = sys.modules.get("numba")
+    if mod is not None:
+        return os.path.dirname(mod.__file__)
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("numba is not installed")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _extension(fullname: str):
+    """numba's C extension `fullname`, loaded from its file without importing numba."""
+    mod = sys.modules.get(fullname)
+    if mod is not None:
+        return mod
+    rel = fullname.split(".")[1:]
+    pattern = os.path.join(_numba_dir(), *rel[:-1], rel[-1] + ".*" +
+                           ("pyd" if sys.platform == "win32" else "so"))
+    paths = glob.glob(pattern)
+    if not paths:
+        raise ImportError(f"no extension file for {fullname}")
+    loader = importlib.machinery.ExtensionFileLoader(fullname, paths[0])
+    spec = importlib.util.spec_from_file_location(fullname, paths[0], loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    sys.modules[fullname] = mod
+    return mod
+
+
+def _num_threads() -> int:
+    env = os.environ.get("NUMBA_NUM_THREADS")
+    if env:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+_THREAD_SYMBOLS = (("numba_parallel_for", "parallel_for"), ("do_scheduling_signed", None),
+                   ("do_scheduling_unsigned", None), ("allocate_sched", None),
+                   ("deallocate_sched", None), ("get_num_threads", None),
+                   ("set_num_threads", None), ("get_thread_id", None),
+                   ("set_parallel_chunksize", None), ("get_parallel_chunksize", None),
+                   ("get_sched_size", None))
+
+
+def _start_threading(ll):
+    if "numba.np.ufunc.parallel" in sys.modules:
+        from numba.np.ufunc.parallel import _launch_threads  # numba already here: use it
+
+        _launch_threads()
+        return
+    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").lower()
+    order = [wanted] if wanted in ("tbb", "omp", "workqueue") else ["omp", "workqueue"]
+    lib, name = None, None
+    for name in order:
+        try:
+            lib = _extension(f"numba.np.ufunc.{name}pool" if name != "workqueue"
+                             else "numba.np.ufunc.workqueue")
+            break
+        except ImportError:
+            continue
+    if lib is None:
+        raise ImportError("no numba threading layer could be loaded")
+    for symbol, attr in _THREAD_SYMBOLS:
+        ll.add_symbol(symbol, getattr(lib, attr or symbol))
+    n = _num_threads()
+    ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.launch_threads)(n)
+    ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)(n)
+    os.environ.setdefault("NUMBA_THREADING_LAYER", name)
+
+
+def ensure_runtime(parallel: bool) -> dict:
+    """Load numba's runtime extensions and register their symbols (once per process)."""
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            import llvmlite.binding as ll
+
+            ll.initialize_native_target()
+            ll.initialize_native_asmprinter()
+            helper = _extension("numba._helperlib")
+            dynfunc = _extension("numba._dynfunc")
+            numba_nrt_ready = "numba.core.runtime.nrt" in sys.modules
+            nrt = _extension("numba.core.runtime._nrt_python")
+            if not numba_nrt_ready:
+                nrt.memsys_use_cpython_allocator()
+            ll.add_symbol("_Py_NoneStruct", id(None))
+            for helpers in (helper.c_helpers, dynfunc.c_helpers):
+                for name, address in helpers.items():
+                    ll.add_symbol("numba_" + name, address)
+            for name, address in nrt.c_helpers.items():
+                ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+            for obj in builtins.__dict__.values():
+                if isinstance(obj, type) and issubclass(obj, BaseException):
+                    ll.add_symbol(f"PyExc_{obj.__name__}", id(obj))
+            _runtime = {
+                "ll": ll, "threads": False,
+                "adapt": ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                           ctypes.c_int, ctypes.c_int, ctypes.py_object)(
+                    nrt.c_helpers["adapt_ndarray_to_python_acqref"]),
+                "release": ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+                    nrt.c_helpers["MemInfo_release"]),
+            }
+        if parallel and not _runtime["threads"]:
+            _start_threading(_runtime["ll"])
+            _runtime["threads"] = True
+        return _runtime
+
+
+class NativeKernel:
+    """A cached kernel loaded from object code; call it like the numba dispatcher."""
+
+    def __init__(self, files: dict, fallback):
+        meta = json.loads(files["kernel.json"].decode())
+        rt = ensure_runtime(meta["parallel"])
+        ll = rt["ll"]
+        process = ctypes.CDLL(None)
+        missing = [s for s in meta["symbols"]
+                   if not ll.address_of_symbol(s) and not hasattr(process, s)]
+        if missing:
+            raise LookupError(f"unresolved symbols {missing[:5]}")
+        target = ll.Target.from_default_triple()
+        tm = target.create_target_machine(cpu=ll.get_host_cpu_name(),
+                                          features=ll.get_host_cpu_features().flatten(),
+                                          opt=3, codemodel="jitdefault")
+        engine = ll.create_mcjit_compiler(ll.parse_assembly(""), tm)
+        engine.add_object_file(ll.ObjectFileRef.from_data(files["kernel.o"]))
+        engine.finalize_object()
+        address = engine.get_function_address(meta["entry"])
+        if not address:
+            raise LookupError(f"entry point {meta['entry']} not in the object code")
+        _engines.append(engine)
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(address)
+        self._adapt, self._release = rt["adapt"], rt["release"]
+        self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
+        self._outputs = []
+        offset = 0
+        for d, r in meta["outputs"]:
+            self._outputs.append((offset, r, np.dtype(d)))
+            offset += 5 + 2 * r
+        self._args_type = ctypes.c_int64 * max(1, sum(1 + r for _, r in self._inputs))
+        self._meta_type = ctypes.c_int64 * max(1, offset)
+        self._fallback = fallback
+        self.source = files["source.py"].decode()
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self._inputs):
+            raise TypeError(f"kernel takes {len(self._inputs)} arrays, got {len(arrays)}")
+        args = self._args_type()
+        k = 0
+        for a, (dtype, rank) in zip(arrays, self._inputs):
+            if (a.dtype != dtype or a.ndim != rank or not a.flags.c_contiguous
+                    or not a.flags.aligned):
+                return self._fallback()(*arrays)
+            args[k] = a.ctypes.data
+            args[k + 1:k + 1 + rank] = a.shape
+            k += 1 + rank
+        meta = self._meta_type()
+        if not self._fn(args, meta):
+            log.info("flowjit: a cached kernel reported an error; rerunning it with numba "
+                     "to raise it")
+            return self._fallback()(*arrays)
+        base = ctypes.addressof(meta)
+        outs = []
+        for offset, rank, dtype in self._outputs:
+            mi = meta[offset]
+            if mi:
+                outs.append(self._adapt(base + 8 * offset, np.ndarray, rank, 1, dtype))
+                self._release(mi)
+            else:
+                outs.append(_copy_out(meta, offset, rank, dtype))
+        return tuple(outs)
+
+
+def _copy_out(meta, offset: int, rank: int, dtype) -> np.ndarray:
+    """An output whose memory belongs to an input (no NRT reference): copy it now."""
+    shape = tuple(meta[offset + 5:offset + 5 + rank])
+    strides = tuple(meta[offset + 5 + rank:offset + 5 + 2 * rank])
+    if any(s == 0 for s in shape):
+        return np.empty(shape, dtype)
+    lo = sum(min(0, (s - 1) * st) for s, st in zip(shape, strides))
+    hi = sum(max(0, (s - 1) * st) for s, st in zip(shape, strides)) + dtype.itemsize
+    buf = (ctypes.c_char * (hi - lo)).from_address(meta[offset + 4] + lo)
+    return np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides).copy()

@@ -1,0 +1,161 @@
+"""Branch-free exp, expm1, log, log1p, tanh and sigmoid for numba loops, per float type.
+
+`make_explog(F)` builds the scalar functions for F = np.float32 or np.float64 from one source,
+with every constant typed as F so float32 code never widens to float64. Each function is a
+separate `numba.njit(error_model="numpy")` function: LLVM inlines it into the calling loop
+(no call is left, so the loop vectorizer widens it), its divisions carry no ZeroDivisionError
+checks, and its own floating-point flags stay strict even inside a `fastmath` caller.
+
+Algorithms (coefficients: mpmath Chebyshev fits, sequentially rounded to F; see vecmath.py):
+- exp: n = rint(x*log2(e)), r = x - n*ln2 with ln2 split hi+lo (n*hi exact), exp(r) = 1 + p
+  with p = r + r^2*q(r), scaled by 2**n as two exact power-of-two factors so overflow gives inf
+  and the subnormal range rounds once.
+- expm1: same reduction; 2**n * (p + (1 - 2**-n)), exact for n = 0 and no cancellation later.
+- log: x = m*2**e, m in [sqrt(1/2), sqrt(2)); f = m-1, s = f/(2+f), log1p(f) = 2*atanh(s)
+  evaluated as f - (f*f/2 - s*(f*f/2 + z*T(z))), z = s*s; subnormals are prescaled.
+- log1p: log of u = 1+x plus the rounding correction (1+x-u)/u.
+- tanh: e/(e+2) with e = expm1(2|x|), |x| clamped where tanh rounds to 1, sign copied back.
+- sigmoid: e = exp(-|x|); 1/(1+e) for x >= 0, e/(1+e) otherwise (the reference kernel's form).
+Special values are patched with selects at the end, never with branches.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from . import vecmath_coeffs as K
+from .vecmath_bits import copysign, fabs, fmadd, frexp_sqrt2, pow2i, rint
+
+_EXPQ = {np.float64: K.EXPQ64, np.float32: K.EXPQ32}
+_LOGT = {np.float64: K.LOGT64, np.float32: K.LOGT32}
+_LN2_HI = {np.float64: 0.6931471803691238, np.float32: 0.693115234375}
+_LN2_LO = {np.float64: 1.9082149292705877e-10, np.float32: 3.194618329871446e-05}
+_LOG2E = {np.float64: 1.4426950408889634, np.float32: 1.4426950216293335}
+# exp: clamp so that 2**n stays inside pow2i's range once split in two halves.
+_EXP_HI = {np.float64: 710.0, np.float32: 89.0}  # exp overflows to inf above ~709.78 / 88.72
+_EXP_LO = {np.float64: -746.0, np.float32: -104.0}  # exp is 0 below ~-745.13 / -103.97
+_EXPM1_LO = {np.float64: -40.0, np.float32: -18.0}  # expm1 rounds to -1 below these
+_EXPM1_NT = {np.float64: 60.0, np.float32: 30.0}  # 1 - 2**-n rounds to 1 from here on
+_TANH_CLAMP = {np.float64: 20.0, np.float32: 10.0}  # tanh rounds to +-1 beyond these
+_SUBNORMAL_SCALE = {np.float64: 54, np.float32: 25}
+_MIN_NORMAL = {np.float64: 2.0 ** -1022, np.float32: 2.0 ** -126}
+
+_JIT = {"error_model": "numpy", "nogil": True, "forceinline": True}
+
+
+def _horner(coeffs: tuple) -> Callable:
+    """A jitted polynomial evaluator for constant coefficients (lowest degree first)."""
+    c = coeffs
+
+    @njit(**_JIT)
+    def poly(x):
+        acc = c[len(c) - 1]
+        for k in range(len(c) - 2, -1, -1):
+            acc = fmadd(acc, x, c[k])
+        return acc
+
+    return poly
+
+
+def make_explog(F: type) -> dict[str, Callable]:
+    """Build {"exp", "expm1", "log", "log1p", "tanh", "sigmoid"} jitted for float type F."""
+    f = F
+    zero, half, one, two = f(0.0), f(0.5), f(1.0), f(2.0)
+    inf, nan = f(np.inf), f(np.nan)
+    log2e, ln2_hi, ln2_lo = f(_LOG2E[F]), f(_LN2_HI[F]), f(_LN2_LO[F])
+    exp_hi, exp_lo, expm1_lo = f(_EXP_HI[F]), f(_EXP_LO[F]), f(_EXPM1_LO[F])
+    expm1_nt, tanh_clamp = f(_EXPM1_NT[F]), f(_TANH_CLAMP[F])
+    min_normal = f(_MIN_NORMAL[F])
+    sub_k = f(_SUBNORMAL_SCALE[F])
+    sub_scale = f(2.0 ** _SUBNORMAL_SCALE[F])
+    expq = _horner(tuple(f(c) for c in _EXPQ[F]))
+    logt = _horner(tuple(f(c) for c in _LOGT[F]))
+
+    @njit(**_JIT)
+    def _expm1_reduced(xs):
+        # (n, r, t) with xs = n*ln2 + r, |r| <= ln2/2 (+ slack) and expm1(r) = r + t
+        n = rint(xs * log2e)
+        hi = fmadd(n, -ln2_hi, xs)  # exact: n*ln2_hi has few bits
+        lo = n * ln2_lo
+        r = hi - lo
+        c = (hi - r) - lo  # rounding error of r (Fast2Sum), worth ~1 ulp near |n| = 1
+        return n, r, fmadd(r * r, expq(r), c)
+
+    @njit(**_JIT)
+    def _scale(y, n):
+        # y * 2**n for |n| <= ~1100 (f64) / ~150 (f32): two exact factors, one final rounding
+        n1 = rint(n * half)
+        return y * pow2i(n1) * pow2i(n - n1)
+
+    @njit(**_JIT)
+    def exp(x):
+        xs = x if x < exp_hi else exp_hi  # NaN -> exp_hi here, restored below
+        xs = xs if xs > exp_lo else exp_lo
+        n, r, t = _expm1_reduced(xs)
+        y = _scale(one + (r + t), n)
+        return x if x != x else y
+
+    @njit(**_JIT)
+    def expm1(x):
+        xs = x if x < exp_hi else exp_hi
+        xs = xs if xs > expm1_lo else expm1_lo
+        n, r, t = _expm1_reduced(xs)
+        nt = n if n < expm1_nt else expm1_nt
+        # (1 - 2**-n) + r is exact for |n| <= 1, where it cancels; t is small
+        y = _scale(((one - pow2i(-nt)) + r) + t, n)
+        y = x if x != x else y
+        return x if x == zero else y  # keeps -0.0
+
+    @njit(**_JIT)
+    def _log_parts(m):
+        # (f, hfsq, s*(hfsq + R)) for m in [sqrt(1/2), sqrt(2)): log(m) = f - (hfsq - that)
+        fm = m - one
+        s = fm / (two + fm)
+        z = s * s
+        hfsq = half * fm * fm
+        return fm, hfsq, s * fmadd(z, logt(z), hfsq)
+
+    @njit(**_JIT)
+    def log(x):
+        tiny = x < min_normal
+        xs = x * sub_scale if tiny else x
+        m, e = frexp_sqrt2(xs)
+        e = e - sub_k if tiny else e
+        fm, hfsq, corr = _log_parts(m)
+        y = e * ln2_hi - ((hfsq - (corr + e * ln2_lo)) - fm)
+        y = -inf if x == zero else y
+        y = y if x >= zero else nan  # negative or NaN
+        return inf if x == inf else y
+
+    @njit(**_JIT)
+    def log1p(x):
+        u = one + x
+        # 1 + x - u exactly, then divided by u: log1p(x) = log(u) + c to first order
+        c = (one - (u - x)) if u >= two else (x - (u - one))
+        c = c / u
+        m, e = frexp_sqrt2(u)
+        fm, hfsq, corr = _log_parts(m)
+        y = e * ln2_hi - ((hfsq - (corr + (e * ln2_lo + c))) - fm)
+        y = x if x == zero else y
+        y = -inf if x == -one else y
+        y = y if x >= -one else nan  # below -1 or NaN
+        return inf if x == inf else y
+
+    @njit(**_JIT)
+    def tanh(x):
+        ax = fabs(x)
+        ax = tanh_clamp if ax > tanh_clamp else ax  # NaN passes through
+        e = expm1(ax + ax)
+        return copysign(e / (e + two), x)
+
+    @njit(**_JIT)
+    def sigmoid(x):
+        e = exp(-fabs(x))
+        num = one if x >= zero else e  # NaN takes e (NaN)
+        return num / (one + e)
+
+    return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
+            "sigmoid": sigmoid, "_expm1_reduced": _expm1_reduced, "_scale": _scale}

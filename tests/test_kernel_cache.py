@@ -1,0 +1,208 @@
+"""The on-disk kernel cache (targets/cpu/cache.py, native.py, build.py): real processes.
+
+A fresh process finds a kernel compiled by another one and runs it without compiling or
+importing numba; corrupt and stale entries are detected and never executed; two processes
+filling one entry at once are safe; `flowjit.clear_cache()` empties the cache.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler import ir
+from flowjit.targets.cpu import cache
+
+WORKER = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    import flowjit as tf
+    from flowjit.targets.cpu import cache
+
+    f = tf.jit(lambda x, y: (x * 2.0 + y, x > y))
+    x = np.arange(70001, dtype=np.float64)   # above the parallel threshold: prange runs
+    y = np.full(70001, 3.0)
+    start = time.perf_counter()
+    a, b = f(x, y)
+    seconds = time.perf_counter() - start
+    ok = bool(np.array_equal(a, x * 2.0 + y) and np.array_equal(b, x > y)
+              and a.dtype == np.float64 and b.dtype == np.bool_)
+    a2, _ = f(x[:5].copy(), y[:5].copy())   # another size: same kernel
+    ok = ok and bool(np.array_equal(a2, x[:5] * 2.0 + 3.0))
+    result = {"ok": ok, "seconds": seconds, "stats": dict(cache.STATS),
+              "numba_imported": "numba" in sys.modules}
+    if "--error" in sys.argv:
+        try:
+            f(x, y[:7].copy())
+            result["error"] = None
+        except tf.errors.InvalidArgumentError as e:
+            result["error"] = str(e)
+    print("RESULT " + json.dumps(result))
+""")
+
+
+def run_worker(cache_root, *flags, background=False):
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(cache_root))
+    cmd = [sys.executable, "-c", WORKER, *flags]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    return proc if background else finish(proc)
+
+
+def finish(proc) -> dict:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1]
+    result = json.loads(line[len("RESULT "):])
+    result["log"] = err
+    return result
+
+
+def entries(root) -> list:
+    return sorted(os.path.join(root, s, k) for s in os.listdir(root)
+                  if os.path.isdir(os.path.join(root, s))
+                  for k in os.listdir(os.path.join(root, s)))
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """A cache directory filled by one cold process."""
+    root = tmp_path_factory.mktemp("kcache") / "filled"
+    cold = run_worker(root)
+    assert cold["ok"] and cold["stats"]["stores"] == 1 and cold["stats"]["hits"] == 0
+    print(f"\ncold process: first call {cold['seconds']:.3f} s (compile included)")
+    return root, cold
+
+
+def test_second_process_hits_without_numba(filled):
+    root, cold = filled
+    warm = run_worker(root, "--error")
+    print(f"\nwarm process: first call {warm['seconds']:.3f} s "
+          f"(cold was {cold['seconds']:.3f} s)")
+    assert warm["ok"]
+    assert warm["stats"] == {"hits": 1, "misses": 0, "stores": 0, "rejected": 0}
+    assert "loaded kernel" in warm["log"] or warm["stats"]["hits"] == 1
+    # The error path reruns with numba to raise the kernel's own message.
+    assert "Incompatible shapes" in warm["error"]
+    assert len(entries(root)) == 1
+
+
+def _copy(root, dst):
+    shutil.copytree(root, dst)
+    [entry] = entries(dst)
+    with open(os.path.join(entry, cache.MANIFEST)) as f:
+        manifest = json.load(f)
+    return entry, manifest
+
+
+def _damage(path, how):
+    data = open(path, "rb").read()
+    if how == "truncate":
+        data = data[:len(data) // 2]
+    else:
+        k = len(data) // 2
+        data = data[:k] + bytes([data[k] ^ 0x01]) + data[k + 1:]
+    open(path, "wb").write(data)
+
+
+@pytest.mark.parametrize("how", ["truncate", "flip"])
+def test_every_damaged_file_is_detected(filled, tmp_path, monkeypatch, how):
+    root, _ = filled
+    names = ("kernel.o", "kernel.json", "source.py", cache.MANIFEST)
+    for name in names:
+        dst = tmp_path / f"{how}-{name}"
+        entry, manifest = _copy(root, dst)
+        monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(dst))
+        key, material = manifest["key"], manifest["material"]
+        assert cache.read_entry(key, material, names[:3]) is not None  # intact: a hit
+        _damage(os.path.join(entry, name), how)
+        before = cache.STATS["rejected"]
+        assert cache.read_entry(key, material, names[:3]) is None, name
+        assert cache.STATS["rejected"] == before + 1
+        assert not os.path.exists(entry), "a corrupt entry is removed"
+
+
+def test_corrupt_object_code_is_rebuilt(filled, tmp_path):
+    root, _ = filled
+    entry, _ = _copy(root, tmp_path / "c")
+    _damage(os.path.join(entry, "kernel.o"), "flip")
+    rebuilt = run_worker(tmp_path / "c")
+    assert rebuilt["ok"]
+    assert rebuilt["stats"]["rejected"] == 1 and rebuilt["stats"]["stores"] == 1
+    assert "discarding invalid entry" in rebuilt["log"]
+    again = run_worker(tmp_path / "c")
+    assert again["ok"] and again["stats"]["hits"] == 1 and again["stats"]["rejected"] == 0
+
+
+def test_stale_key_material_is_not_used(filled, tmp_path, monkeypatch):
+    root, _ = filled
+    entry, manifest = _copy(root, tmp_path / "s")
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path / "s"))
+    names = ("kernel.o", "kernel.json", "source.py")
+    stale = dict(manifest["material"], numba="0.0.0-other")
+    # Another version gives another key: the entry is simply not found ...
+    assert cache.key_of(stale) != manifest["key"]
+    assert cache.read_entry(cache.key_of(stale), stale, names) is None
+    assert os.path.exists(entry)
+    # ... and an entry whose recorded material differs from the key's is rejected.
+    before = cache.STATS["rejected"]
+    assert cache.read_entry(manifest["key"], stale, names) is None
+    assert cache.STATS["rejected"] == before + 1 and not os.path.exists(entry)
+
+
+def test_two_processes_fill_the_same_entry(tmp_path, monkeypatch):
+    root = tmp_path / "race"
+    procs = [run_worker(root, background=True) for _ in range(2)]
+    results = [finish(p) for p in procs]
+    assert all(r["ok"] for r in results)
+    [entry] = entries(root)
+    assert not [n for n in os.listdir(os.path.dirname(entry)) if n.startswith(".tmp")]
+    with open(os.path.join(entry, cache.MANIFEST)) as f:
+        manifest = json.load(f)
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(root))
+    files = cache.read_entry(manifest["key"], manifest["material"],
+                             ("kernel.o", "kernel.json", "source.py"))
+    assert files is not None, "the entry left by the race is valid"
+
+
+def test_clear_cache_and_cache_dir(filled, tmp_path, monkeypatch):
+    root, _ = filled
+    _copy(root, tmp_path / "k")
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path / "k"))
+    assert flowjit.cache_dir() == str(tmp_path / "k")
+    assert flowjit.clear_cache() == 1
+    assert entries(tmp_path / "k") == []
+    assert flowjit.clear_cache() == 0
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", "off")
+    assert flowjit.cache_dir() is None and flowjit.clear_cache() == 0
+    monkeypatch.delenv("FLOWJIT_CACHE_DIR")
+    assert flowjit.cache_dir().endswith(os.path.join("flowjit", "kernels"))
+
+
+def _program(scale: float):
+    x = ir.input_node(0, flowjit.float32, (None,))
+    axes = ir.axis_vars(1)
+    body = ir.make(ir.Scalar.MUL, flowjit.float32,
+                   (ir.load(x, axes), ir.const(scale, flowjit.float32)))
+    return ir.Program([x], [ir.compute(flowjit.float32, x.shape, axes, body)])
+
+
+def test_ir_fingerprint_is_canonical():
+    first = cache.ir_fingerprint(_program(2.0))
+    gc.collect()
+    ir.compute(flowjit.float64, (ir.index(3),), ir.axis_vars(1), ir.const(1.0, "float64"))
+    program = _program(2.0)   # fresh node names, same structure
+    assert cache.ir_fingerprint(program) == first
+    assert cache.ir_fingerprint(_program(np.nextafter(2.0, 3.0))) != first
+    material = cache.key_material(program, {"a": 1})
+    assert cache.key_of(material) == cache.key_of(cache.key_material(_program(2.0), {"a": 1}))
+    assert cache.key_of(material) != cache.key_of(cache.key_material(program, {"a": 2}))

@@ -1,0 +1,435 @@
+"""Compiled (`flowjit.jit`) versus reference kernels for reductions, nn ops, losses, matmul,
+Select/SelectV2 and ClipByValue, plus the loop structure softmax and layer norm compile to.
+
+Each jitted function below is module-level and computes several ops at once, so the
+number of distinct compiled signatures (dtype x rank x which sizes are 1) stays small:
+hand-picked shapes (odd and prime sizes, size 1, empty) and the hypothesis tests reuse
+them.  The reference is the same Python function run through `flowjit.Session` with the
+NumPy kernels.  Every check also asserts the function really compiled (not a fallback).
+"""
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import flowjit as tf
+from flowjit.errors import InvalidArgumentError
+
+RNG = np.random.default_rng(1234)
+F32, F64 = np.float32, np.float64
+FLOATS = (F32, F64)
+SETTINGS = settings(max_examples=10, deadline=None)
+
+
+# --- harness ----------------------------------------------------------------------------------
+
+
+def reference(fn, *arrays):
+    """fn run through a Session with the reference kernels (one placeholder per array)."""
+    g = tf.Graph()
+    with g.as_default():
+        phs = [tf.placeholder(a.dtype, a.shape) for a in arrays]
+        out = fn(*phs)
+        with tf.Session(graph=g) as sess:
+            return sess.run(out, dict(zip(phs, arrays)))
+
+
+def assert_close(got, want, scale=1.0):
+    """Equal dtype and shape; values exact for ints/bools, else within the dtype's tolerance
+    (float32 allows a few ulps of exp/log; `scale` bounds the size of cancelling sums)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape,
+                                                                 want.dtype, want.shape)
+    if got.dtype.kind in "fc":
+        tol = 1e-5 if got.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def check(jf, *arrays, scale=1.0):
+    """jf(*arrays) compiled equals the reference run of jf's Python function."""
+    got = jf(*arrays)
+    assert jf.lower(*arrays).compiled, str(jf.lower(*arrays))
+    want = reference(jf.fn, *arrays)
+    if isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_close(g, w, scale)
+    else:
+        assert_close(got, want, scale)
+
+
+def check_both_fail(jf, *arrays, match=None):
+    """The compiled function and the reference both raise InvalidArgumentError."""
+    with pytest.raises(InvalidArgumentError, match=match):
+        jf(*arrays)
+    with pytest.raises(InvalidArgumentError):
+        reference(jf.fn, *arrays)
+
+
+def floats(shape, dtype, scale=3.0):
+    return (RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+def loop_nests(source: str) -> int:
+    """Top-level loop nests of the generated kernel (each is emitted as a parallel and a
+    serial copy under `if work >= ...: / else:`; count the serial ones)."""
+    return len(re.findall(r"^    # loop nest \d+", source, flags=re.M))
+
+
+def functions(source: str) -> int:
+    return len(re.findall(r"^def ", source, flags=re.M))
+
+
+# --- reductions -------------------------------------------------------------------------------
+
+
+@tf.jit
+def reductions_2d(x):
+    return (tf.reduce_sum(x, 1), tf.reduce_mean(x, -1, keepdims=True), tf.reduce_max(x, [0]),
+            tf.reduce_min(x, -2, keepdims=True), tf.reduce_prod(x, 1), tf.reduce_sum(x),
+            tf.reduce_mean(x), tf.reduce_max(x, []), tf.reduce_sum(x, [1, -1]))
+
+
+@tf.jit
+def reductions_3d(x):
+    return (tf.reduce_sum(x, [0, -1]), tf.reduce_mean(x, [-3, 2], keepdims=True),
+            tf.reduce_max(x, 1), tf.reduce_min(x, [1, 2]), tf.argmax(x, 2),
+            tf.argmin(x, -3, output_type=tf.int32), tf.reduce_mean(x, 1))
+
+
+@tf.jit
+def bool_reductions(b):
+    return (tf.reduce_any(b, 1), tf.reduce_all(b, 0, keepdims=True), tf.reduce_any(b),
+            tf.reduce_all(b, -1))
+
+
+@tf.jit
+def arg_reductions(x):
+    return tf.argmax(x, 1), tf.argmin(x, 0, output_type=tf.int32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(7, 13), (2, 5), (0, 5), (7, 0)])
+def test_float_reductions(dtype, shape):
+    x = floats(shape, dtype, scale=1.5)
+    check(reductions_2d, x, scale=np.abs(x).sum() + 1)
+
+
+def test_reductions_with_size_one_and_special_values():
+    check(reductions_2d, floats((1, 5), F32))
+    x = floats((7, 13), F64)
+    x[0, 3], x[2, :], x[4, 5], x[5, 0] = np.nan, -np.inf, np.inf, -np.inf
+    check(reductions_2d, x)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.int64])
+def test_integer_reductions(dtype):
+    """Integer sums and products wrap; means sum in 64 bits and truncate toward zero;
+    empty max/min give the dtype's extremes."""
+    info = np.iinfo(dtype)
+    lo, hi = max(info.min, -120), min(info.max, 120)
+    for shape in [(7, 13), (0, 3), (3, 0)]:
+        x = RNG.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+        check(reductions_2d, x)
+    if dtype == np.int32:
+        check(reductions_2d, np.array([[2**31 - 1, 2**31 - 1, 5], [-7, 0, 1]], np.int32))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rank3_reductions_negative_axes_keepdims(dtype):
+    x = floats((3, 4, 5), dtype)
+    x[1, 2, 3] = np.nan  # argmax/argmin skip NaN
+    check(reductions_3d, x, scale=np.abs(x).sum())
+
+
+def test_bool_reductions():
+    for shape in [(7, 13), (3, 2), (0, 4), (4, 0)]:
+        check(bool_reductions, RNG.random(shape) < 0.8)
+    check(bool_reductions, np.ones((3, 5), bool))
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, np.int32])
+def test_argmax_argmin_ties_nan_and_empty(dtype):
+    x = RNG.integers(-3, 3, size=(7, 13)).astype(dtype)  # many ties: first index wins
+    if dtype != np.int32:
+        x[0, :4] = np.nan
+        x[1, :] = np.nan  # all-NaN row gives 0
+        x[2, :3] = [np.nan, -np.inf, -np.inf]
+        x[3, 0] = np.inf
+    check(arg_reductions, x)
+    check_both_fail(arg_reductions, np.zeros((3, 0), dtype), match="empty")
+
+
+@SETTINGS
+@given(hnp.arrays(F64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=9),
+                  elements=st.floats(-100, 100)))
+def test_reductions_hypothesis(x):
+    check(reductions_2d, x, scale=np.abs(x).sum() + 1)
+    check(arg_reductions, x)
+
+
+# --- activations, bias_add, softmax -----------------------------------------------------------
+
+
+@tf.jit
+def activations(x):
+    nn = tf.nn
+    return (nn.relu(x), nn.relu6(x), nn.elu(x), nn.selu(x), nn.softplus(x), nn.softsign(x),
+            nn.leaky_relu(x, alpha=0.3))
+
+
+@tf.jit
+def int_activations(x):
+    return tf.nn.relu(x), tf.nn.relu6(x)
+
+
+@tf.jit
+def bias_adds(v, b):
+    return tf.nn.bias_add(v, b), tf.nn.bias_add(v, b, data_format="NCHW")
+
+
+@tf.jit
+def bias_add_2d(v, b):
+    return tf.nn.bias_add(v, b)
+
+
+@tf.jit
+def softmax_2d(x):
+    return tf.nn.softmax(x)
+
+
+@tf.jit
+def softmaxes(x):
+    return tf.nn.softmax(x), tf.nn.log_softmax(x), tf.nn.log_softmax(x, axis=-1)
+
+
+@tf.jit
+def layer_norm(x):
+    mean = tf.reduce_mean(x, -1, keepdims=True)
+    centered = x - mean
+    var = tf.reduce_mean(tf.square(centered), -1, keepdims=True)
+    return centered * tf.rsqrt(var + 1e-5)
+
+
+SPECIALS = [0.0, -0.0, 1e-30, -1e-30, 20.0, -20.0, 90.0, -90.0, 800.0, -800.0, np.inf,
+            -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_activations(dtype):
+    check(activations, floats((7, 13), dtype))
+    with np.errstate(over="ignore"):
+        special = np.array(SPECIALS, dtype)
+    check(activations, np.stack([special, special[::-1]]))
+    check(activations, np.zeros((0, 3), dtype))
+
+
+def test_integer_relu():
+    check(int_activations, RNG.integers(-9, 9, size=(7, 13)).astype(np.int32))
+
+
+def test_bias_add_nhwc_nchw_and_mismatch():
+    v = floats((2, 3, 5, 3), F32)
+    check(bias_adds, v, floats((3,), F32))
+    check_both_fail(bias_adds, floats((2, 3, 5, 4), F32), floats((3,), F32))
+    for dtype in FLOATS:
+        check(bias_add_2d, floats((7, 13), dtype), floats((13,), dtype))
+    check(bias_add_2d, floats((7, 1), F64), floats((1,), F64))  # broadcast of size-1 dims
+    check_both_fail(bias_add_2d, floats((7, 13), F64), floats((12,), F64))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_and_log_softmax(dtype):
+    x = floats((7, 13), dtype)
+    x[0] *= 100                     # large logits: needs the max shift
+    x[1, 4] = -np.inf
+    x[2, :] = -np.inf               # all -inf row: NaN, as the reference
+    x[3, 2] = np.nan
+    x[4, 0] = np.inf
+    check(softmaxes, x)
+    check(softmax_2d, x)
+    check(softmaxes, np.zeros((0, 5), dtype))
+    check(softmaxes, np.zeros((3, 0), dtype))
+
+
+def test_softmax_other_ranks():
+    check(softmaxes, floats((1, 5), F32))
+    check(softmaxes, floats((3, 4, 5), F32))
+    check(softmaxes, floats((1, 4, 7), F64))
+
+
+def test_softmax_is_one_loop_nest_in_one_function():
+    x = floats((7, 13), F32)
+    lowered = softmax_2d.lower(x)
+    source, schedule = lowered.source, lowered.stage("schedule")
+    assert functions(source) == 1
+    assert loop_nests(source) <= 2, schedule
+    nests = [ln for ln in schedule.splitlines() if ln.startswith("loop nest")]
+    assert len(nests) <= 2, schedule
+    # max, sum of exps and the output share the outer loop over rows
+    assert any(ln.count(",") >= 2 and "outer dims 1" in ln for ln in nests), schedule
+    lowered = softmaxes.lower(x)
+    assert functions(lowered.source) == 1 and loop_nests(lowered.source) <= 2
+
+
+def test_layer_norm_is_at_most_two_loop_nests():
+    for dtype in FLOATS:
+        x = floats((7, 13), dtype)
+        check(layer_norm, x)
+        lowered = layer_norm.lower(x)
+        assert functions(lowered.source) == 1
+        assert loop_nests(lowered.source) <= 2, lowered.stage("schedule")
+    check(layer_norm, floats((0, 13), F64))
+
+
+@SETTINGS
+@given(hnp.arrays(F32, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=9),
+                  elements=st.floats(-30, 30, width=32)))
+def test_nn_hypothesis(x):
+    check(activations, x)
+    check(softmaxes, x)
+    check(bias_add_2d, x, x[0])
+
+
+# --- losses -----------------------------------------------------------------------------------
+
+
+@tf.jit
+def losses(logits, probs, labels):
+    dense = tf.nn.softmax_cross_entropy_with_logits_v2(labels=probs, logits=logits)
+    sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return (tf.nn.l2_loss(logits), dense, dense.op.outputs[1], sparse, sparse.op.outputs[1])
+
+
+def _loss_inputs(rows, classes, dtype, label_dtype=np.int32):
+    logits = floats((rows, classes), dtype)
+    probs = RNG.random((rows, classes)).astype(dtype)
+    probs /= np.maximum(probs.sum(-1, keepdims=True), 1e-3)
+    labels = RNG.integers(0, max(classes, 1), size=rows).astype(label_dtype)
+    return logits, probs, labels
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_losses(dtype):
+    logits, probs, labels = _loss_inputs(7, 13, dtype)
+    logits[0] *= 50
+    check(losses, logits, probs, labels, scale=np.square(logits).sum())
+    check(losses, *_loss_inputs(5, 2, dtype), scale=100)
+    check(losses, *_loss_inputs(0, 3, dtype))
+
+
+def test_sparse_xent_bad_labels_fail_like_the_reference():
+    logits, probs, labels = _loss_inputs(7, 13, F32)
+    for bad in (13, -1):
+        labels[3] = bad
+        check_both_fail(losses, logits, probs, labels)
+    check_both_fail(losses, logits, probs[:, :5], labels * 0)  # dense shapes differ
+
+
+def test_l2_loss_rank3_and_int64_labels():
+    @tf.jit
+    def f(x, y):
+        return tf.nn.l2_loss(x), tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=x)
+
+    x = floats((3, 4, 5), F64)
+    y = RNG.integers(0, 5, size=(3, 4)).astype(np.int64)
+    check(f, x, y, scale=np.square(x).sum())
+
+
+@SETTINGS
+@given(st.integers(2, 9), st.integers(2, 9), st.integers(0, 2**31 - 1))
+def test_losses_hypothesis(rows, classes, seed):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((rows, classes)) * 5).astype(F64)
+    probs = rng.random((rows, classes))
+    labels = rng.integers(0, classes, size=rows).astype(np.int32)
+    check(losses, logits, probs, labels, scale=np.square(logits).sum())
+
+
+# --- matmul -----------------------------------------------------------------------------------
+
+
+@tf.jit
+def matmuls(a, b):
+    return (tf.matmul(a, b), tf.matmul(b, a, transpose_a=True, transpose_b=True),
+            tf.matmul(a, a, transpose_b=True))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul(dtype):
+    for m, k, n in [(7, 13, 5), (3, 2, 11), (4, 0, 3), (0, 3, 2)]:
+        a, b = floats((m, k), dtype), floats((k, n), dtype)
+        check(matmuls, a, b, scale=10 * max(k, 1))
+    check_both_fail(matmuls, floats((3, 4), dtype), floats((5, 2), dtype))
+
+
+def test_matmul_forms_not_compiled_run_with_reference_kernels():
+    @tf.jit
+    def f(a, b):
+        return tf.matmul(a, b)
+
+    ints = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(f(ints, ints.T), ints @ ints.T)
+    assert not f.lower(ints, ints.T).compiled
+    batch = floats((2, 3, 4), F64)
+    np.testing.assert_allclose(f(batch, batch.transpose(0, 2, 1)),
+                               batch @ batch.transpose(0, 2, 1))
+    assert not f.lower(batch, batch).compiled
+
+
+@SETTINGS
+@given(st.integers(2, 9), st.integers(2, 9), st.integers(2, 9), st.integers(0, 2**31 - 1))
+def test_matmul_hypothesis(m, k, n, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    check(matmuls, a, b, scale=10 * k)
+
+
+# --- Select, SelectV2, ClipByValue ------------------------------------------------------------
+
+
+@tf.jit
+def selects(c, rows, x, y, lo, hi):
+    return (tf.where(c, x, y), tf.where(rows, x, y), tf.where(c[0, 0], x, y),
+            tf.where_v2(c[0], x, y), tf.where_v2(tf.expand_dims(rows, 1), x, hi),
+            tf.clip_by_value(x, lo, hi), tf.clip_by_value(x, hi, lo[0]))
+
+
+def _select_inputs(rows, cols, dtype):
+    c = RNG.random((rows, cols)) < 0.5
+    r = RNG.random(rows) < 0.5
+    if dtype == np.int32:
+        x, y = (RNG.integers(-9, 9, size=(rows, cols)).astype(dtype) for _ in range(2))
+        lo, hi = RNG.integers(-5, 0, size=cols).astype(dtype), np.array(4, dtype)
+    else:
+        x, y = floats((rows, cols), dtype), floats((rows, cols), dtype)
+        lo, hi = floats((cols,), dtype) - 1, np.array(1.5, dtype)
+    return c, r, x, y, lo, hi
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, np.int32])
+def test_select_where_clip(dtype):
+    check(selects, *_select_inputs(7, 13, dtype))
+    c, r, x, y, lo, hi = _select_inputs(3, 2, dtype)
+    if dtype != np.int32:
+        x[0, 0], x[1, 1], lo[0] = np.nan, np.inf, 3.0  # NaN stays; lo > hi gives lo
+    check(selects, c, r, x, y, lo, hi)
+
+
+def test_select_shape_mismatches_fail_like_the_reference():
+    c, r, x, y, lo, hi = _select_inputs(7, 13, F64)
+    check_both_fail(selects, c, r[:5], x, y, lo, hi)
+    check_both_fail(selects, c, r, x, y[:, :4], lo, hi)
+
+
+@SETTINGS
+@given(st.integers(2, 9), st.integers(2, 9))
+def test_select_hypothesis(rows, cols):
+    check(selects, *_select_inputs(rows, cols, F64))
