@@ -30,7 +30,7 @@ _PRELUDE = """\
 import json, os, sys, time
 t_begin = time.perf_counter()
 _threads = int(os.environ.get("FLOWJIT_BENCH_THREADS", "0"))
-if 0 < _threads < len(os.sched_getaffinity(0)):
+if hasattr(os, "sched_setaffinity") and 0 < _threads < len(os.sched_getaffinity(0)):
     os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:_threads]))
 import numpy as np
 """

@@ -7,10 +7,11 @@ limits: `benchmarks/workloads.py`; the systems: `benchmarks/peers.py` (NumPy the
 numexpr, numba, JAX, PyTorch eager and torch.compile, TensorFlow with XLA; flowjit.jit).
 
 Method (the project's benchmarking rules; measuring in `benchmarks/timing.py`):
-- every variant's first call is checked against a float64 NumPy reference (float32 result,
-  the case's rtol/atol); a wrong variant is reported WRONG and not timed, and a variant
-  that raises is reported with the reason ("unavailable" for flowjit's missing pieces);
-  the first call (compile included, excluded from the steady-state figures) is reported;
+- every variant's first and second calls are checked against a float64 NumPy reference
+  (float32 result, the case's rtol/atol); a wrong variant is reported WRONG and not timed,
+  and a variant that raises is reported with the reason ("unavailable" for flowjit's missing
+  pieces); the first call's time (compile included, excluded from the steady-state figures)
+  is reported, and so is what flowjit logged meanwhile (a fallback to reference kernels);
 - inputs are converted to each system's arrays outside the timed region; each system
   allocates its output each call;
 - the variants of a case are timed interleaved over `--repeats` repetitions of batches
@@ -118,6 +119,9 @@ def run_case(case: Case, systems: list, repeats: int, target_seconds: float) -> 
                     row.first_call_s = time.perf_counter() - t0
                 row.note = "; ".join(warnings)
                 ok, message, worst = check_output(case, variant.to_numpy(out))
+                if ok:  # the steady-state call must be right too (a JIT may switch paths)
+                    ok, message, worst = check_output(case, variant.to_numpy(variant.call()))
+                    message = message and message + " (second call)"
             except Exception as exc:  # noqa: BLE001 - reported in the table
                 row.status, row.reason = _fail_status(variant, exc), describe(exc)
                 continue

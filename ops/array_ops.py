@@ -355,12 +355,15 @@ def _lower_reshape(ctx, op, inputs):
     shape = lx.out_shape(op.outputs[0], sizes)
     if shape == tuple(in_dims):
         return [x]
+    # Only size-1 dimensions come or go (a -1 standing for the one input dimension left
+    # over, which it equals whenever there are elements to load): an index remap.
     kept_in = [k for k, d in enumerate(in_dims) if not ir.is_const(d, 1)]
     kept_out = [k for k, d in enumerate(shape) if not ir.is_const(d, 1)]
-    if [in_dims[k] for k in kept_in] == [shape[k] for k in kept_out]:
-        where = dict(zip(kept_in, kept_out))  # only size-1 dimensions come or go: a remap
+    if len(kept_in) == len(kept_out) and all(
+            in_dims[i] is shape[o] or o in free for i, o in zip(kept_in, kept_out)):
+        where = dict(zip(kept_in, kept_out))
         return [remap(x, shape, lambda a: [a[where[k]] if k in where else ir.index(0)
-                                           for k in range(len(in_dims))])]
+                                           for k in builtins.range(len(in_dims))])]
     return [ir.reshape(x, shape)]
 
 

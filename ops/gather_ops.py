@@ -343,13 +343,10 @@ def _lower_gather_nd(ctx, op, inputs):
     if k > len(params.shape):
         raise NotLowerable("GatherNd indices.shape[-1] exceeds the rank of params")
     limits = list(params.shape[:k])
-
-    def in_range(v, r):
-        return lx.all_of([lx.ge(v, 0), lx.lt(v, lx.choose(r[-1], limits))]) if k else \
-            ir.const(True, _dtypes.bool_)
-
-    flag = _index_check(ctx, indices, in_range,
-                        f"{op.name}: an index does not index into params")
+    if k:
+        flag = _index_check(ctx, indices, lambda v, r: lx.all_of(
+            [lx.ge(v, 0), lx.lt(v, lx.choose(r[-1], limits))]),
+            f"{op.name}: an index does not index into params")
     lead = list(indices.shape[:-1])
     shape = lx.out_shape(op.outputs[0], lead + list(params.shape[k:]))
     axes = ir.axis_vars(len(shape))
@@ -360,5 +357,9 @@ def _lower_gather_nd(ctx, op, inputs):
                        ir.load(params, at + list(axes[len(lead):])))]
 
 
-GATHER_V2.lower = _lower_gather
-GATHER_ND.lower = _lower_gather_nd
+def _attach_lowerings():
+    GATHER_V2.lower = _lower_gather
+    GATHER_ND.lower = _lower_gather_nd
+
+
+_attach_lowerings()

@@ -423,5 +423,9 @@ def _lower_strided_slice(ctx, op, inputs):
     return [remap(x, shape, index_fn)]
 
 
-SLICE.lower = _lower_slice
-STRIDED_SLICE.lower = _lower_strided_slice
+def _attach_lowerings():
+    SLICE.lower = _lower_slice
+    STRIDED_SLICE.lower = _lower_strided_slice
+
+
+_attach_lowerings()

@@ -11,14 +11,18 @@ other runtime ops stay with the executor, which hands tensors to a cluster at it
 a cluster's inputs are tensors it reads that are fed or made outside it; its outputs are the
 tensors it makes that are fetched or read outside it.  A fed tensor therefore splits a chain.
 
-Policy (cheap for the many tiny graphs of tests and scripts, fast for loops that matter):
+Policy — compiling costs ~0.5-2 s per cluster and signature (more for big clusters), so it
+must pay for itself (the "ski rental" rule of tiered JITs):
 - clusters with fewer than `JitOptions.min_ops` (2) non-constant ops stay plain ops;
-- a cluster runs `compile_after_runs` (2) times per input signature with the reference
-  kernels, and is compiled on the next run: compiling costs ~0.5-2 s, so one-shot graphs never
-  pay it, while training loops compile on their third step;
+- a cluster signature runs with the reference kernels (op by op, inside its step) until it
+  has run more than `compile_after_runs` (2) times AND spent `compile_after_seconds` (1 s)
+  in them; then it is compiled.  One-shot graphs and the many tiny graphs of tests and
+  scripts never pay for a compile, and a loop spends at most about twice the best
+  possible time (interpreting until it has spent about what compiling costs);
 - the signature is compiler/tracing.py's `array_key` per input (dtype, rank, which sizes are
-  1): new batch sizes reuse the kernel.  Compiled kernels are shared by every session and plan
-  of a graph that contain the same cluster with the same boundary.
+  1): new batch sizes reuse the kernel.  Kernels (and run counts) are shared by every session
+  and plan of a graph that contain the same cluster with the same boundary; the compiler's
+  own in-memory and on-disk caches make an identical cluster cheap in a new process;
 - an op the compiler cannot lower (`NotLowerable`) makes that cluster signature run with the
   reference kernels for good (logged once on the `flowjit.jit` logger).
 The option lives in runtime/config.py (`ConfigProto(jit=...)`, `global_jit_level`,
@@ -36,6 +40,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -80,8 +85,9 @@ def _compilable(dtype) -> bool:
     return dtype is not dtypes.string and not dtype.is_complex
 
 
-def partition(ops, fed) -> list:
-    """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted."""
+def partition(ops, fed, max_ops: int = 0) -> list:
+    """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
+    with `max_ops`, no group grows past that many ops."""
     index = {op: i for i, op in enumerate(ops)}
     controlling = {c for op in ops for c in op.control_inputs}
     ok = [clusterable(op, fed) and op not in controlling for op in ops]
@@ -143,14 +149,16 @@ def partition(ops, fed) -> list:
             if not ok[u]:
                 continue
             a, b = find(u), find(v)
-            if a != b and not other_path(a, b, v):
+            if a == b or (max_ops and len(members[a]) + len(members[b]) > max_ops):
+                continue
+            if not other_path(a, b, v):
                 merge(a, b)
     return [[ops[i] for i in sorted(group)] for r, group in sorted(members.items()) if ok[r]]
 
 
 def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`."""
-    groups = [g for g in partition(ops, fed)
+    groups = [g for g in partition(ops, fed, options.max_ops)
               if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
     if not groups:
         return ops
@@ -203,20 +211,39 @@ class ClusterStep:
 
     def run(self, values, state, deadline):
         """Compute the cluster's outputs from `values` into `values`."""
+        arrays = self._input_arrays(values)
+        key = array_key_of(arrays) if arrays is not None else None
+        entry = self.kernels.entry(self, arrays, key) if key is not None else None
+        if entry is not None:
+            outs = self._call(entry, arrays, key, values, state, deadline)
+            if outs is not None:
+                for t, v in zip(self.outputs, outs):
+                    if executor.CHECK_OUTPUTS:
+                        executor.check_output(t.op, t, v)
+                    values[t] = v
+                return
+        start = time.perf_counter()
+        self.interpret(values, state, deadline)
+        if key is not None:
+            self.kernels.seconds[key] += time.perf_counter() - start
+
+    def _input_arrays(self, values):
+        """The inputs as C-contiguous arrays (variables read), or None if one is not an array."""
         arrays = []
         for t, reader in zip(self.inputs, self.readers):
             v = values[t]
             if type(v) is VariableRef:
                 v = v.read(reader)
             if not isinstance(v, np.ndarray):
-                return self.interpret(values, state, deadline)
+                return None
             arrays.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
-        entry = self.kernels.entry(self, arrays)
-        if entry is None:
-            return self.interpret(values, state, deadline)
+        return arrays
+
+    def _call(self, entry, arrays, key, values, state, deadline):
+        """The compiled kernel's outputs; None when it failed to build (then interpret)."""
         try:
             with _KERNEL_LOCK:
-                outs = entry.kernel(*arrays, *entry.constants)
+                return entry.kernel(*arrays, *entry.constants)
         except (ValueError, ZeroDivisionError) as e:
             self.interpret(values, state, deadline)  # raises the exact op's error, if any
             raise InvalidArgumentError(None, self.ops[0], f"{e} (in compiled cluster "
@@ -224,15 +251,11 @@ class ClusterStep:
         except MemoryError as e:
             raise ResourceExhaustedError(None, self.ops[0], f"Out of memory in compiled "
                                          f"cluster {self.name}: {e}") from e
-        except Exception as e:  # noqa: BLE001 - numba compiles on the first call
+        except Exception as e:  # noqa: BLE001 - numba may compile on the first call
             if STRICT:
                 raise
-            self.kernels.give_up(array_key_of(arrays), f"numba failed: {e}", warn=True)
-            return self.interpret(values, state, deadline)
-        for t, v in zip(self.outputs, outs):
-            if executor.CHECK_OUTPUTS:
-                executor._check_output(t.op, t, v)
-            values[t] = v
+            self.kernels.give_up(key, f"numba failed: {e!r}")
+            return None
 
     def interpret(self, values, state, deadline):
         """Run the member ops one by one with their reference kernels."""
@@ -265,13 +288,13 @@ class _Kernels:
     def __init__(self, name: str):
         self.name = name
         self.lock = threading.Lock()
-        self.runs: collections.Counter = collections.Counter()
+        self.runs: collections.Counter = collections.Counter()      # signature -> runs
+        self.seconds: collections.Counter = collections.Counter()   # ... -> reference time
         self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
         self.compile_count = 0
 
-    def entry(self, step: ClusterStep, arrays):
+    def entry(self, step: ClusterStep, arrays, key):
         """The compiled kernel for these inputs, or None to run the reference kernels."""
-        key = array_key_of(arrays)
         entry = self.entries.get(key, False)
         if entry is not False:
             return entry
@@ -279,7 +302,9 @@ class _Kernels:
             if key in self.entries:
                 return self.entries[key]
             self.runs[key] += 1
-            if self.runs[key] <= step.options.compile_after_runs:
+            options = step.options
+            if (self.runs[key] <= options.compile_after_runs
+                    or self.seconds[key] < options.compile_after_seconds):
                 return None
             self.entries[key] = entry = self._compile(step, arrays, key)
             return entry
@@ -307,11 +332,10 @@ class _Kernels:
                  key)
         return compiled
 
-    def give_up(self, key, reason: str, warn: bool):
-        """Run this signature with reference kernels from now on."""
+    def give_up(self, key, reason: str):
+        """Run this signature with reference kernels from now on (a compiler failure)."""
         self.entries[key] = None
-        (log.warning if warn else log.info)("flowjit: %s runs with reference kernels: %s",
-                                            self.name, reason)
+        log.warning("flowjit: %s runs with reference kernels: %s", self.name, reason)
 
 
 def _shared_kernels(step: ClusterStep) -> _Kernels:

@@ -59,16 +59,20 @@ class GraphOptions:
 
 @dataclasses.dataclass(frozen=True)
 class JitOptions:
-    """flowjit's auto-clustering policy (see runtime/clustering.py).
+    """flowjit's auto-clustering policy (runtime/clustering.py explains it).
 
-    enabled: cluster compilable ops at all.  compile_after_runs: a cluster runs this many
-    times per input signature with reference kernels before it is compiled (0: compile on
-    the first run).  min_ops: clusters with fewer non-constant ops are left to the executor.
+    enabled: cluster compilable ops at all.  A cluster is compiled for an input signature
+    once it has run more than `compile_after_runs` times AND spent at least
+    `compile_after_seconds` in the reference kernels with that signature (both 0: compile
+    on the first run).  min_ops: clusters with fewer non-constant ops stay plain ops.
+    max_ops: the largest cluster (0: no limit).
     """
 
     enabled: bool = True
     compile_after_runs: int = 2
+    compile_after_seconds: float = 1.0
     min_ops: int = 2
+    max_ops: int = 0
 
 
 class ConfigProto:

@@ -203,11 +203,12 @@ def run_op(op, values, state, deadline):
                                              f"the op declares {len(op.outputs)}.")
     for t, v in zip(op.outputs, outs):
         if CHECK_OUTPUTS and type(v) is not VariableRef:
-            _check_output(op, t, v)
+            check_output(op, t, v)
         values[t] = v
 
 
-def _check_output(op, t, v):
+def check_output(op, t, v):
+    """Assert that kernel output `v` of tensor `t` has its inferred dtype and shape."""
     if not isinstance(v, np.ndarray):
         raise AssertionError(f"{op.type} kernel returned {type(v).__name__} for {t.name}")
     if v.dtype != t.dtype.np_dtype:

@@ -62,6 +62,20 @@ class _Broken(NumpyPeer):
         return chain
 
 
+class _Flaky(NumpyPeer):
+    """Right on the first call only (as a JIT switching to a wrong compiled path would be)."""
+
+    key = "flaky"
+
+    def affine(self):
+        calls = []
+
+        def affine(x):
+            calls.append(1)
+            return x * 2.0 + 1.0 if len(calls) == 1 else x * 2.0
+        return affine
+
+
 class _NotYet(FlowjitPeer):
     """A flowjit whose JIT is missing: its rows are 'unavailable', not failures."""
 
@@ -88,6 +102,8 @@ def test_wrong_or_failing_variants_are_reported_and_not_timed():
     assert rows["broken"].status == "WRONG" and "float64" in rows["broken"].reason
     rows = _rows_by_variant(chain, [NumpyPeer(), _Broken()])
     assert rows["broken"].status == "FAILED" and rows["broken"].reason == "RuntimeError: boom"
+    rows = _rows_by_variant(build_cases(("W6",), TINY)[0], [NumpyPeer(), _Flaky()])
+    assert rows["flaky"].status == "WRONG" and "(second call)" in rows["flaky"].reason
 
 
 def test_check_output_measures_error_against_the_tolerance():

@@ -8,20 +8,6 @@ from numba.extending import intrinsic
 
 
 @intrinsic
-def take_meminfo(typingctx, arr):
-    """The NRT meminfo pointer of `arr` as an integer, with one reference taken for the
-    caller (0 when the array's memory is not NRT-managed, e.g. an input)."""
-
-    def codegen(context, builder, signature, args):
-        [aryty], [ary] = signature.args, args
-        context.nrt.incref(builder, aryty, ary)
-        struct = context.make_array(aryty)(context, builder, ary)
-        return builder.ptrtoint(struct.meminfo, context.get_value_type(types.intp))
-
-    return types.intp(arr), codegen
-
-
-@intrinsic
 def as_voidptr(typingctx, address):
     """An integer address as a void pointer."""
 
@@ -29,3 +15,55 @@ def as_voidptr(typingctx, address):
         return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
 
     return types.voidptr(address), codegen
+
+
+@intrinsic
+def box_outputs(typingctx, outs, consts):
+    """Box a tuple of arrays into a Python tuple of NumPy arrays (a new reference, as an
+    integer), holding the GIL meanwhile.  consts[0] is the address of `numpy.ndarray`,
+    consts[1 + j] that of output j's dtype object.  Each array takes its own reference to
+    its NRT memory (memory not managed by NRT, e.g. an input's, is wrapped without an
+    owner: the caller copies such outputs before the inputs can go away)."""
+    from llvmlite import ir as llir
+    from numba.core import cgutils
+
+    def codegen(context, builder, signature, args):
+        tupty = signature.args[0]
+        tup, cptr = args
+        pyapi = context.get_python_api(builder)
+        i32 = llir.IntType(32)
+        voidptr = llir.IntType(8).as_pointer()
+        fnty = llir.FunctionType(pyapi.pyobj, [voidptr, pyapi.pyobj, i32, i32, pyapi.pyobj])
+        adapt = cgutils.get_or_insert_function(builder.module, fnty,
+                                               "NRT_adapt_ndarray_to_python_acqref")
+        gil = pyapi.gil_ensure()
+        n = len(tupty.types) if hasattr(tupty, "types") else tupty.count
+        result = pyapi.tuple_new(n)
+        ndarray = builder.inttoptr(builder.load(cptr), pyapi.pyobj)
+        for j in range(n):
+            aryty = tupty.types[j] if hasattr(tupty, "types") else tupty.dtype
+            ary = builder.extract_value(tup, j)
+            slot = cgutils.alloca_once_value(builder, ary)
+            dtype = builder.inttoptr(builder.load(cgutils.gep(builder, cptr, 1 + j)),
+                                     pyapi.pyobj)
+            obj = builder.call(adapt, [builder.bitcast(slot, voidptr), ndarray,
+                                       i32(aryty.ndim), i32(1), dtype])
+            pyapi.tuple_setitem(result, j, obj)
+        pyapi.gil_release(gil)
+        return builder.ptrtoint(result, context.get_value_type(types.intp))
+
+    return types.intp(outs, consts), codegen
+
+
+@intrinsic
+def new_none(typingctx):
+    """A new reference to None (as an integer), taken with the GIL held."""
+
+    def codegen(context, builder, signature, args):
+        pyapi = context.get_python_api(builder)
+        gil = pyapi.gil_ensure()
+        none = pyapi.make_none()
+        pyapi.gil_release(gil)
+        return builder.ptrtoint(none, context.get_value_type(types.intp))
+
+    return types.intp(), codegen

@@ -11,10 +11,10 @@ loads the entry from the disk cache (native.py: no numba import, no compile), el
 `make_source()`, builds with numba and stores a cache entry: `kernel.o`, the object code of
 a C-ABI entry point compiled with `numba.cfunc`:
 
-    flowjit_entry(args, meta) -> 1 on success, 0 when the kernel raised
-    args: per input its data pointer then its sizes (int64)
-    meta: per output an NRT array struct (meminfo with a reference taken, parent, nitems,
-          itemsize, data, sizes, strides)
+    flowjit_entry(args, consts) -> a new reference to the tuple of output arrays, or to
+                                   None when the kernel raised
+    args: per input the address of its NumPy array object (C-contiguous, aligned)
+    consts: the addresses of numpy.ndarray and of each output's dtype object
 
 plus `kernel.json` (entry name, input and output dtypes and ranks, external symbols it
 needs) and `source.py` (the generated source, shown by `lower()` and used to report errors).
@@ -33,7 +33,7 @@ from . import cache
 log = logging.getLogger("flowjit.cache")
 
 NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
-ABI = "flowjit_entry-1"
+ABI = "flowjit_entry-4"
 ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
 
@@ -106,30 +106,24 @@ def _np_name(dtype) -> str:
 
 
 def entry_source(inputs, outputs) -> str:
-    """Source of the C-ABI entry point for inputs/outputs given as (dtype name, rank)."""
-    lines = ["def flowjit_entry(args, meta):"]
-    k = 0
+    """Source of the C-ABI entry point for inputs/outputs given as (dtype name, rank).
+
+    args[i] is the address of input i's NumPy array object; its data pointer and sizes are
+    read from the PyArrayObject fields (data at byte 16, dimensions at 32), a layout that
+    native.py verifies on the running NumPy before it loads any entry."""
+    lines = ["def flowjit_entry(args, consts):"]
     for i, (dt, rank) in enumerate(inputs):
-        ptr = f"as_voidptr(args[{k}])"
+        lines.append(f"    h{i} = carray(as_voidptr(args[{i}]), (5,), np.int64)")
+        ptr = f"as_voidptr(h{i}[2])"
         if rank == 0:
             lines.append(f"    in{i} = carray({ptr}, (1,), np.{dt})[0:1].reshape(())")
         else:
-            dims = "".join(f"args[{k + 1 + j}], " for j in range(rank))
+            lines.append(f"    d{i} = carray(as_voidptr(h{i}[4]), ({rank},), np.int64)")
+            dims = "".join(f"d{i}[{j}], " for j in range(rank))
             lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
-        k += 1 + rank
     call = ", ".join(f"in{i}" for i in range(len(inputs)))
     lines += ["    try:", f"        outs = kernel({call})", "    except Exception:",
-              "        return 0"]
-    off = 0
-    for j, (_, rank) in enumerate(outputs):
-        lines += [f"    o = outs[{j}]", f"    meta[{off}] = take_meminfo(o)",
-                  f"    meta[{off + 1}] = 0", f"    meta[{off + 2}] = o.size",
-                  f"    meta[{off + 3}] = o.itemsize", f"    meta[{off + 4}] = o.ctypes.data"]
-        for d in range(rank):
-            lines.append(f"    meta[{off + 5 + d}] = o.shape[{d}]")
-            lines.append(f"    meta[{off + 5 + rank + d}] = o.strides[{d}]")
-        off += 5 + 2 * rank
-    lines.append("    return 1")
+              "        return new_none()", "    return box_outputs(outs, consts)"]
     return "\n".join(lines) + "\n"
 
 
@@ -139,12 +133,13 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     import numpy as np
     from numba import types
 
-    from ._entry_intrinsics import as_voidptr, take_meminfo
+    from ._entry_intrinsics import as_voidptr, box_outputs, new_none
 
     inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
     outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
     namespace = {"np": np, "carray": numba.carray, "kernel": kernel,
-                 "as_voidptr": as_voidptr, "take_meminfo": take_meminfo}
+                 "as_voidptr": as_voidptr, "box_outputs": box_outputs,
+                 "new_none": new_none}
     exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
     sig = types.int64(types.CPointer(types.int64), types.CPointer(types.int64))
     entry = numba.cfunc(sig, **NJIT_OPTIONS)(namespace["flowjit_entry"])

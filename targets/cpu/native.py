@@ -14,11 +14,12 @@ it registers their symbols with LLVM exactly as numba does, and starts the threa
 to NUMBA_THREADING_LAYER when unset so numba, if imported later, agrees).
 
 `NativeKernel(files)` is called like the numba dispatcher: `kernel(*arrays) -> tuple of
-arrays`.  The entry point returns each output as a numba array struct holding a reference
-to its memory; NRT's own boxing function turns that into a NumPy array that owns the
-reference.  When the entry point reports an exception (a size check failed, division by
-zero, ...) the call is repeated with the numba build of the same source, which raises the
-real exception — errors are rare, so they may pay for the compile.
+arrays`.  The entry point receives the addresses of the input array objects and returns
+the tuple of output arrays, boxed by NRT's own function (each owns a reference to its
+memory); an output that is an input's memory is copied.  When the entry point reports an
+exception (a size check failed, division by zero, ...) the call is repeated with the numba
+build of the same source, which raises the real exception — errors are rare, so they may
+pay for the compile.
 """
 
 from __future__ import annotations
@@ -141,17 +142,27 @@ def ensure_runtime(parallel: bool) -> dict:
                 if isinstance(obj, type) and issubclass(obj, BaseException):
                     ll.add_symbol(f"PyExc_{obj.__name__}", id(obj))
             _runtime = {
-                "ll": ll, "threads": False,
-                "adapt": ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
-                                           ctypes.c_int, ctypes.c_int, ctypes.py_object)(
-                    nrt.c_helpers["adapt_ndarray_to_python_acqref"]),
-                "release": ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
-                    nrt.c_helpers["MemInfo_release"]),
+                "ll": ll, "threads": False, "layout_ok": _array_layout_ok(),
             }
         if parallel and not _runtime["threads"]:
             _start_threading(_runtime["ll"])
             _runtime["threads"] = True
         return _runtime
+
+
+def _array_layout_ok() -> bool:
+    """Whether NumPy arrays here keep data, ndim and dimensions at the byte offsets the
+    entry points read (16, 24, 32: the PyArrayObject fields after the object header)."""
+    probe = np.zeros((3, 5), np.float32)[1:, :4]
+    try:
+        data = ctypes.c_int64.from_address(id(probe) + 16).value
+        ndim = ctypes.c_int32.from_address(id(probe) + 24).value
+        dims = ctypes.c_int64.from_address(id(probe) + 32).value
+        shape = tuple(ctypes.c_int64.from_address(dims + 8 * k).value for k in range(2))
+    except (ValueError, OSError):
+        return False
+    return (sys.maxsize > 2**32 and data == probe.ctypes.data and ndim == 2
+            and shape == probe.shape)
 
 
 class NativeKernel:
@@ -162,6 +173,8 @@ class NativeKernel:
         rt = ensure_runtime(meta["parallel"])
         ll = rt["ll"]
         process = ctypes.CDLL(None)
+        if not rt["layout_ok"]:
+            raise LookupError("NumPy's array object layout is not the one entries read")
         missing = [s for s in meta["symbols"]
                    if not ll.address_of_symbol(s) and not hasattr(process, s)]
         if missing:
@@ -177,16 +190,13 @@ class NativeKernel:
         if not address:
             raise LookupError(f"entry point {meta['entry']} not in the object code")
         _engines.append(engine)
-        self._fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(address)
-        self._adapt, self._release = rt["adapt"], rt["release"]
+        self._fn = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)(
+            address)
         self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
-        self._outputs = []
-        offset = 0
-        for d, r in meta["outputs"]:
-            self._outputs.append((offset, r, np.dtype(d)))
-            offset += 5 + 2 * r
-        self._args_type = ctypes.c_int64 * max(1, sum(1 + r for _, r in self._inputs))
-        self._meta_type = ctypes.c_int64 * max(1, offset)
+        self._out_dtypes = [np.dtype(d) for d, _ in meta["outputs"]]  # kept alive: consts
+        addresses = [id(np.ndarray)] + [id(d) for d in self._out_dtypes]
+        self._consts = (ctypes.c_int64 * len(addresses))(*addresses)
+        self._args_type = ctypes.c_int64 * max(1, len(self._inputs))
         self._fallback = fallback
         self.source = files["source.py"].decode()
 
@@ -194,38 +204,20 @@ class NativeKernel:
         if len(arrays) != len(self._inputs):
             raise TypeError(f"kernel takes {len(self._inputs)} arrays, got {len(arrays)}")
         args = self._args_type()
-        k = 0
-        for a, (dtype, rank) in zip(arrays, self._inputs):
-            if (a.dtype != dtype or a.ndim != rank or not a.flags.c_contiguous
-                    or not a.flags.aligned):
+        for k, (a, (dtype, rank)) in enumerate(zip(arrays, self._inputs)):
+            # C-contiguous and aligned (flags 0x1 | 0x100), of the compiled dtype and rank
+            if ((a.dtype is not dtype and a.dtype != dtype) or a.ndim != rank
+                    or (a.flags.num & 0x101) != 0x101):
                 return self._fallback()(*arrays)
-            args[k] = a.ctypes.data
-            args[k + 1:k + 1 + rank] = a.shape
-            k += 1 + rank
-        meta = self._meta_type()
-        if not self._fn(args, meta):
+            args[k] = id(a)
+        outs = self._fn(args, self._consts)
+        if outs is None:   # the kernel raised
             log.info("flowjit: a cached kernel reported an error; rerunning it with numba "
                      "to raise it")
             return self._fallback()(*arrays)
-        base = ctypes.addressof(meta)
-        outs = []
-        for offset, rank, dtype in self._outputs:
-            mi = meta[offset]
-            if mi:
-                outs.append(self._adapt(base + 8 * offset, np.ndarray, rank, 1, dtype))
-                self._release(mi)
-            else:
-                outs.append(_copy_out(meta, offset, rank, dtype))
-        return tuple(outs)
-
-
-def _copy_out(meta, offset: int, rank: int, dtype) -> np.ndarray:
-    """An output whose memory belongs to an input (no NRT reference): copy it now."""
-    shape = tuple(meta[offset + 5:offset + 5 + rank])
-    strides = tuple(meta[offset + 5 + rank:offset + 5 + 2 * rank])
-    if any(s == 0 for s in shape):
-        return np.empty(shape, dtype)
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(shape, strides))
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(shape, strides)) + dtype.itemsize
-    buf = (ctypes.c_char * (hi - lo)).from_address(meta[offset + 4] + lo)
-    return np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides).copy()
+        for y in outs:
+            if y.base is None and not y.flags.owndata:
+                # memory of an input, not NRT-owned: copy it while the inputs are alive
+                return tuple(np.array(z) if z.base is None and not z.flags.owndata else z
+                             for z in outs)
+        return outs

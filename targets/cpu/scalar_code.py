@@ -142,10 +142,10 @@ def render(op: Scalar, dtype, args, arg_dtypes, helpers=None) -> str:
         if src.is_integer:
             return _typed(f"imod({a[0]}, {a[1]})", dtype)
         return _typed(f"({a[0]} % {a[1]})", dtype)
-    if op is Scalar.MAX:
-        return f"fmax({a[0]}, {a[1]})"
-    if op is Scalar.MIN:
-        return f"fmin({a[0]}, {a[1]})"
+    if op in (Scalar.MAX, Scalar.MIN):
+        if dtype.is_integer:  # typed operands: a prange index (uint64) and an int64 unify
+            a = [_typed(x, dtype) for x in a]  # to float64, which cannot index an array
+        return f"{'fmax' if op is Scalar.MAX else 'fmin'}({a[0]}, {a[1]})"
     if op is Scalar.NEG:
         return _typed(f"(-{a[0]})", dtype)
     if op is Scalar.SIGN:
@@ -157,8 +157,8 @@ def render(op: Scalar, dtype, args, arg_dtypes, helpers=None) -> str:
     if op is Scalar.NOT:
         return f"(not {a[0]})"
     if op is Scalar.SELECT:
-        if dtype.is_integer:  # both arms typed: a prange index (uint64) and an int64 unify
-            return f"({_typed(a[1], dtype)} if {a[0]} else {_typed(a[2], dtype)})"  # to float
+        if dtype.is_integer:  # typed arms, as for MAX/MIN
+            return f"({_typed(a[1], dtype)} if {a[0]} else {_typed(a[2], dtype)})"
         return f"({a[1]} if {a[0]} else {a[2]})"
     if op is Scalar.CAST:
         if dtype.is_bool:

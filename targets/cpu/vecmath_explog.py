@@ -2,15 +2,19 @@
 
 `make_explog(F)` builds the scalar functions for F = np.float32 or np.float64 from one source,
 with every constant typed as F so float32 code never widens to float64. Each function is a
-separate `numba.njit(error_model="numpy")` function: LLVM inlines it into the calling loop
-(no call is left, so the loop vectorizer widens it), its divisions carry no ZeroDivisionError
-checks, and its own floating-point flags stay strict even inside a `fastmath` caller.
+separate numba.njit function with the options in `_JIT`: `forceinline` (LLVM alwaysinline, so
+no call is left in the caller's loop and the loop vectorizer widens it; LLVM's own heuristics
+refuse to inline the larger ones), error_model="numpy" (divisions carry no ZeroDivisionError
+branch), and fastmath/boundscheck set explicitly off so that the functions keep strict IEEE
+semantics inside fastmath callers (an unset option is inherited from the first caller that
+compiles the function, and that version is then reused by every caller).
 
-Algorithms (coefficients: mpmath Chebyshev fits, sequentially rounded to F; see vecmath.py):
-- exp: n = rint(x*log2(e)), r = x - n*ln2 with ln2 split hi+lo (n*hi exact), exp(r) = 1 + p
-  with p = r + r^2*q(r), scaled by 2**n as two exact power-of-two factors so overflow gives inf
-  and the subnormal range rounds once.
-- expm1: same reduction; 2**n * (p + (1 - 2**-n)), exact for n = 0 and no cancellation later.
+Algorithms (coefficients in vecmath_coeffs):
+- exp: n = rint(x*log2(e)), r = x - n*ln2 with ln2 split hi+lo (n*hi exact) and the rounding
+  error of r kept, exp(r) = 1 + (r + r^2*q(r)), scaled by 2**n as two exact power-of-two
+  factors so overflow gives inf and the subnormal range rounds once.
+- expm1: same reduction; 2**n * (((1 - 2**-n) + r) + t) where expm1(r) = r + t: the first
+  sum is exact where it cancels (|n| <= 1).
 - log: x = m*2**e, m in [sqrt(1/2), sqrt(2)); f = m-1, s = f/(2+f), log1p(f) = 2*atanh(s)
   evaluated as f - (f*f/2 - s*(f*f/2 + z*T(z))), z = s*s; subnormals are prescaled.
 - log1p: log of u = 1+x plus the rounding correction (1+x-u)/u.
@@ -43,7 +47,10 @@ _TANH_CLAMP = {np.float64: 20.0, np.float32: 10.0}  # tanh rounds to +-1 beyond 
 _SUBNORMAL_SCALE = {np.float64: 54, np.float32: 25}
 _MIN_NORMAL = {np.float64: 2.0 ** -1022, np.float32: 2.0 ** -126}
 
-_JIT = {"error_model": "numpy", "nogil": True, "forceinline": True}
+# Options are set explicitly: numba lets a callee inherit unset options (fastmath, boundscheck)
+# from whichever caller compiles it first, and caches that version for every later caller.
+_JIT = {"error_model": "numpy", "nogil": True, "forceinline": True, "fastmath": False,
+        "boundscheck": False}
 
 
 def _horner(coeffs: tuple) -> Callable:

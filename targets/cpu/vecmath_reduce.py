@@ -3,13 +3,13 @@
 For x = M * 2**e (M the integer significand), x*2/pi mod 4 only depends on a window of the
 bits of 2/pi starting near bit e: earlier bits give multiples of 4. `make_big_reduce(F)` builds
 a jitted `(q, r)` = (quadrant 0..3, remainder) with |x| = q*pi/2 + r (mod 2*pi), |r| <= pi/4,
-computed as M times a 96-bit (float32) or 192-bit (float64) window of 2/pi in 32-bit limbs with
-uint64 lanes; the window is read from `TWO_OVER_PI_WORDS` with a clamped index, so every lane
-does the same work and loops stay vectorized (the table reads become vector gathers).
-Valid for finite |x| >= 2**-4 * 2**mantissa_bits; vecmath_trig selects it above
-TRIG_ACCURATE_LIMIT, where Cody-Waite reduction stops being accurate.
+computed as M times a 96-bit (float32) or 192-bit (float64) window of 2/pi, in 32-bit limbs
+held in uint64 lanes, and converted to a float remainder with extra precision. Every lane does
+the same work (no branches), so loops stay vectorized: float32 picks its window from four
+64-bit constants with selects, float64 reads `TWO_OVER_PI_WORDS` with a clamped index (vector
+gathers). Valid for finite |x| >= 2**-7 (float32) or 2**22 (float64); vecmath_trig selects it
+above TRIG_BIG, where Cody-Waite reduction is no longer accurate.
 """
-
 from __future__ import annotations
 
 from typing import Callable
@@ -46,7 +46,7 @@ def make_big_reduce(F: type) -> Callable:
     u = np.uint64
     words = TWO_OVER_PI_WORDS
     mask32, mant_mask, implicit = u(0xFFFFFFFF), u((1 << mant) - 1), u(1 << mant)
-    sh32, sh62, sh2, sh11, sh_m = u(32), u(62), u(2), u(11), u(mant)
+    sh32, sh62, sh2, sh_m = u(32), u(62), u(2), u(mant)
     half_q = u(1 << 61)
     # x = M * 2**(E - bias - mant); the window's first bit is k+1 with k = E - bias - mant - 2
     first = bias + mant + 2 - _PAD
@@ -74,7 +74,7 @@ def make_big_reduce(F: type) -> Callable:
         # constants and pick them with selects (vector blends) - gathers would cost more than
         # the whole Cody-Waite path.
         c0, c1, c2, c3 = _leading_words64(4)
-        sh64, sh63, sh6, m63 = u(64), u(63), u(6), u(63)
+        sh63, sh6, m63 = u(63), u(6), u(63)
 
         @njit(**_JIT)
         def reduce_big(ax):
@@ -137,8 +137,6 @@ def make_big_reduce(F: type) -> Callable:
         return ftype(q), rh + rl
 
     return reduce_big
-
-
 
 
 def _leading_words64(count: int) -> tuple:

@@ -1,17 +1,17 @@
 """Branch-free sin, cos and erf for numba loops, per float type (see vecmath_explog for the
-conventions: one source for float32 and float64, constants typed as F, njit(error_model=numpy)
-functions that LLVM inlines into the calling loop).
+conventions: one source for float32 and float64, constants typed as F, njit functions with
+explicit options that LLVM always inlines into the calling loop).
 
 - sin/cos: n = rint(x*2/pi); r = x - n*pi/2 with pi/2 split in three parts, each step an exact
-  `fma` (the first step is exact because x and n*P1 share the grid of P1's last bit), so r is
-  accurate for |n| up to 2**42 (f64) / 2**17 (f32); beyond TRIG_ACCURATE_LIMIT the results lose
-  accuracy (see vecmath's docstring). sin/cos of r are odd/even polynomials; the quadrant (bits 0
-  and 1 of n) chooses between them and the sign with selects.
-- erf: x*P(x**2) for |x| below a threshold, otherwise 1 - exp(-x*x)*R(|x|) with R a polynomial
-  in |x| - center whose coefficients are chosen per lane among 3 (f64) or 2 (f32) intervals by
-  selects (one Horner chain, no branch); |x| is clamped where erf rounds to 1.
+  `fma` (the first step is exact because x and n*P1 share the grid of P1's last bit), accurate
+  for |n| up to about 2**42 (f64) / 2**17 (f32). From TRIG_BIG on, a select takes the
+  Payne-Hanek reduction of vecmath_reduce instead (both always run). sin/cos of r are odd/even
+  polynomials; the quadrant (bits 0 and 1 of n) picks one of them and the sign with selects.
+- erf: x*(2/sqrt(pi) + x*x*P1(x*x)) for |x| below a threshold, otherwise
+  1 - exp(-x*x)*R(|x|) with R a polynomial in |x| - center whose coefficients are chosen per
+  lane among 3 (f64) or 2 (f32) intervals by selects (one Horner chain, no branch); |x| is
+  clamped where erf rounds to 1.
 """
-
 from __future__ import annotations
 
 from typing import Callable
@@ -21,7 +21,7 @@ from numba import njit
 
 from . import vecmath_coeffs as K
 from .vecmath_bits import copysign, fabs, fma, fmadd, int_bit, rint
-from .vecmath_explog import _horner
+from .vecmath_explog import _JIT, _horner
 from .vecmath_reduce import make_big_reduce
 
 _PIO2 = {
@@ -42,7 +42,6 @@ _ERF = {
 }
 _TWO_OVER_SQRTPI = {np.float64: (1.1283791670955126, 1.533545961316588e-17),
                     np.float32: (1.128379225730896, -5.8635382771399236e-08)}
-from .vecmath_explog import _JIT  # noqa: E402
 
 
 def _horner_select3(c0: tuple, c1: tuple, c2: tuple) -> Callable:
@@ -60,7 +59,8 @@ def _horner_select3(c0: tuple, c1: tuple, c2: tuple) -> Callable:
 
 
 def make_trig(F: type, exp: Callable) -> dict[str, Callable]:
-    """Build {"sin", "cos", "erf"} jitted for float type F; `exp` is vecmath's exp for F."""
+    """Build sin, cos, erf (and the Cody-Waite-only sin_limited, cos_limited with their
+    trig_needs_full(x) predicate) jitted for float type F; `exp` is vecmath's exp for F."""
     f = F
     zero, half, one = f(0.0), f(0.5), f(1.0)
     p1, p2, p3 = (f(c) for c in _PIO2[F])
@@ -108,26 +108,38 @@ def make_trig(F: type, exp: Callable) -> dict[str, Callable]:
         c = w + (((one - w) - hz) + z * z * cos_c(z))  # (1-w)-hz recovers w's rounding error
         return s, c
 
-    @njit(**_JIT)
-    def sin(x):
-        n, r = _reduce_any(x)
-        s, c = _sin_cos_poly(r)
-        v = c if int_bit(n, 1) else s
-        v = -v if int_bit(n, 2) else v
-        return x if fabs(x) < sin_tiny else v  # keeps -0.0 and subnormals exact
+    def _sin_cos(reduce):
+        @njit(**_JIT)
+        def sin(x):
+            n, r = reduce(x)
+            s, c = _sin_cos_poly(r)
+            v = c if int_bit(n, 1) else s
+            v = -v if int_bit(n, 2) else v
+            return x if fabs(x) < sin_tiny else v  # keeps -0.0 and subnormals exact
+
+        @njit(**_JIT)
+        def cos(x):
+            n, r = reduce(x)
+            s, c = _sin_cos_poly(r)
+            v = s if int_bit(n, 1) else c
+            return -v if int_bit(n + one, 2) else v
+
+        return sin, cos
+
+    sin, cos = _sin_cos(_reduce_any)
+    sin_limited, cos_limited = _sin_cos(_reduce)  # accurate only where not trig_needs_full
 
     @njit(**_JIT)
-    def cos(x):
-        n, r = _reduce_any(x)
-        s, c = _sin_cos_poly(r)
-        v = s if int_bit(n, 1) else c
-        return -v if int_bit(n + one, 2) else v
+    def trig_needs_full(x):
+        ax = fabs(x)
+        return (ax >= big_limit) & (ax < inf)
 
     @njit(**_JIT)
     def erf(x):
         ax = fabs(x)
         z = x * x
         small = fmadd(x, erf_k0, x * fmadd(z, erf_p1(z), erf_k0_lo))
+        small = x if x == zero else small  # -0.0 (k0_lo < 0 in float32 would give +0.0)
         a = erf_clamp if ax > erf_clamp else ax  # NaN passes through
         in0 = a < erf_b0
         in1 = a < erf_b1
@@ -135,4 +147,5 @@ def make_trig(F: type, exp: Callable) -> dict[str, Callable]:
         tail = copysign(one - exp(-(a * a)) * erf_r(u, in0, in1), x)
         return small if ax < erf_small else tail
 
-    return {"sin": sin, "cos": cos, "erf": erf}
+    return {"sin": sin, "cos": cos, "erf": erf, "sin_limited": sin_limited,
+            "cos_limited": cos_limited, "trig_needs_full": trig_needs_full}
