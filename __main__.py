@@ -60,7 +60,8 @@ def _cmd_bench(args) -> int:
     from .benchmarks import compiler_workloads
     from .benchmarks.timing import thread_env
 
-    timing = ["--repeats", str(args.repeats), "--target-seconds", str(args.target_seconds)]
+    timing = ["--target-seconds", str(args.target_seconds)]
+    timing += ["--repeats", str(args.repeats)] if args.repeats else []
     status = 0
     if args.which in ("session", "all"):
         cmd = [sys.executable, "-m", "flowjit.benchmarks.session_overhead", *timing]
@@ -98,13 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="benchmarks: Session.run overhead, the JIT against NumPy and its peers",
         description="session: Session.run of tiny graphs vs NumPy (the default); compiler: "
                     "flowjit.jit vs NumPy, numexpr, numba, JAX, PyTorch, TensorFlow on "
-                    "workloads W1-W7 (about 3 minutes; --quick about 1); all: both.")
+                    "workloads W1-W7 (2-3 minutes on an idle 2-core machine, longer when "
+                    "busy); all: both.")
     bench.add_argument("which", nargs="?", default="session",
                        choices=("session", "compiler", "all"), help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "
                             "compiler: all CPUs)")
-    bench.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (7)")
+    bench.add_argument("--repeats", type=int, default=None,
+                       help="interleaved repetitions (7; compiler --quick: 3)")
     bench.add_argument("--target-seconds", type=float, default=0.1,
                        help="calibrated duration of one timed batch (0.1)")
     from .benchmarks.compiler_workloads import add_arguments

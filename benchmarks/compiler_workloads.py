@@ -299,7 +299,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peers", default=",".join(PEER_KEYS),
                         help="comma-separated among " + ",".join(PEER_KEYS)
                         + " or 'none' (all); NumPy and flowjit always run, and may be named")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes and, unless --repeats says, 3 repetitions")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
 
 
@@ -317,7 +318,8 @@ def main(argv=None) -> int:
     add_arguments(parser)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="threads for every system (all CPUs)")
-    parser.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (7)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="interleaved repetitions (7; 3 with --quick)")
     parser.add_argument("--target-seconds", type=float, default=0.1,
                         help="calibrated duration of one timed batch (0.1)")
     args = parser.parse_args(argv)
@@ -328,7 +330,8 @@ def main(argv=None) -> int:
         return subprocess.call(cmd + list(argv if argv is not None else sys.argv[1:]),
                                env=child_env(args.threads))
     pin_threads(args.threads)
-    result = run(workloads, peers, QUICK if args.quick else DEFAULT, args.repeats,
+    repeats = args.repeats or (3 if args.quick else 7)
+    result = run(workloads, peers, QUICK if args.quick else DEFAULT, repeats,
                  args.target_seconds, args.threads)
     if args.json:
         with open(args.json, "w") as f:

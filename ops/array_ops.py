@@ -335,6 +335,24 @@ __all__ = ["reshape", "transpose", "expand_dims", "squeeze", "reverse", "reverse
 # of its materialized input unless it only adds or drops size-1 dimensions.
 
 
+def _wildcard(known, in_dims):
+    """(the size a reshape's -1 stands for, whether the element count then always matches).
+
+    TensorFlow's rule: when the requested sizes hold a zero, zeros drop out of both products.
+    Sizes that are also input sizes (the same Expr) cancel out first, so `[shape(x)[0], -1]`
+    costs a product of the remaining input sizes."""
+    rest_in = [d for d in in_dims if not ir.is_const(d, 1)]
+    rest_known = []
+    for s in known:
+        if s in rest_in:
+            rest_in.remove(s)
+        elif not ir.is_const(s, 1):
+            rest_known.append(s)
+    have_zero = lx.any_of(lx.eq(s, 0) for s in known)
+    numerator = lx.select(have_zero, lx.product(map(lx.nonzero, rest_in)), lx.product(rest_in))
+    return lx.floordiv(numerator, lx.product(map(lx.nonzero, rest_known))), not rest_known
+
+
 def _lower_reshape(ctx, op, inputs):
     require_real(op)
     x = inputs[0]
@@ -344,14 +362,13 @@ def _lower_reshape(ctx, op, inputs):
     if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
         raise NotLowerable("Reshape sizes must be non-negative sizes and at most one -1")
     in_dims = list(x.shape)
-    if free:  # TensorFlow's rule: with a zero among the sizes, zeros drop out of both products
-        have_zero = lx.any_of(lx.eq(s, 0) for s in known)
-        in_product = lx.select(have_zero, lx.product(map(lx.nonzero, in_dims)),
-                               lx.product(in_dims))
-        sizes[free[0]] = lx.floordiv(in_product, lx.product(map(lx.nonzero, known)))
-    lx.require(ctx, lx.eq(lx.product(sizes), lx.product(in_dims)),
-               f"Cannot reshape a tensor to the shape requested by {op.name}: the number of "
-               "elements differs")
+    exact = False
+    if free:
+        sizes[free[0]], exact = _wildcard(known, in_dims)
+    if not exact:
+        lx.require(ctx, lx.eq(lx.product(sizes), lx.product(in_dims)),
+                   f"Cannot reshape a tensor to the shape requested by {op.name}: the number "
+                   "of elements differs")
     shape = lx.out_shape(op.outputs[0], sizes)
     if shape == tuple(in_dims):
         return [x]

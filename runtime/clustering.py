@@ -3,7 +3,7 @@
 `form_clusters(ops, fetches, fed, options)` partitions a plan's ops (runtime/executor.py)
 into *clusters*: maximal connected sets of ops that have a lowering and none of the traits
 STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), carry and feed no
-control edges, produce no fed tensor and have no string or complex tensors.  Clusters grow
+control edges, produce no fed tensor and have no string, complex or float16 tensors.  Clusters grow
 greedily along data edges in graph order; two clusters merge only if the contracted graph
 stays acyclic (no path between them through anything else — the XLA-style cycle check), so a
 cluster can run as ONE node of the executor's dependency graph.  Variables, feeds, random and
@@ -82,7 +82,8 @@ def clusterable(op, fed) -> bool:
 
 
 def _compilable(dtype) -> bool:
-    return dtype is not dtypes.string and not dtype.is_complex
+    # numba has no float16 arithmetic on CPU; strings and complex are not lowered
+    return dtype not in (dtypes.string, dtypes.float16) and not dtype.is_complex
 
 
 def partition(ops, fed, max_ops: int = 0) -> list:

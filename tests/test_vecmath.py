@@ -260,13 +260,15 @@ def test_generic_names_and_python_fallbacks():
     np.testing.assert_allclose(sigmoid(x), 1 / (1 + np.exp(-x)), rtol=1e-15)
 
 
-def test_integer_argument_uses_numpy_fallback():
+def test_integer_and_complex_arguments_use_numpy_fallback():
     @njit
-    def f(i):
-        return exp(i), sigmoid(i)
+    def f(i, z):
+        return exp(i), sigmoid(i), exp(z), sigmoid(z), trig_needs_full(z)
 
-    e, s = f(3)
+    e, s, ez, sz, big = f(3, 1 + 1j)
     assert e == np.exp(3.0) and abs(s - 1 / (1 + np.exp(-3.0))) < 1e-15
+    assert abs(ez - np.exp(1 + 1j)) < 1e-15 and abs(sz - 1 / (1 + np.exp(-1 - 1j))) < 1e-15
+    assert not big
 
 
 def test_two_over_pi_table_matches_mpmath():

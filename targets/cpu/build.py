@@ -28,14 +28,15 @@ import linecache
 import logging
 
 from ...compiler.ir import Program
-from . import cache
+from . import cache, native   # native now, not at the first hit: code and key must agree
 
 log = logging.getLogger("flowjit.cache")
 
 NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
-ABI = "flowjit_entry-4"
+ABI = "flowjit_entry-5"
 ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
+cache.static_material()   # fingerprint the code files now, when this code was loaded
 
 
 def build_kernel(source: str, name: str = "kernel"):
@@ -63,9 +64,7 @@ def build_cached(program: Program, make_source) -> tuple:
     if files is not None:
         source = files["source.py"].decode()
         try:
-            from .native import NativeKernel
-
-            kernel = NativeKernel(files, _lazy_build(source))
+            kernel = native.NativeKernel(files, _lazy_build(source), ABI)
             log.info("flowjit cache: loaded kernel %s from %s", key[:16], cache.cache_dir())
             _built[key] = (kernel, source)
             return kernel, source
@@ -149,7 +148,11 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
                       if f.is_declaration and not f.name.startswith("llvm.")}
                      | {g.name for g in module.global_variables if g.is_declaration})
     obj = library.serialize_using_object_code()[2][0]
-    meta = {"entry": entry.native_name, "inputs": inputs, "outputs": outputs,
+    # Output dtypes as numba typed the kernel (what the object code really returns).
+    args = tuple(types.Array(numba.from_dtype(np.dtype(d)), r, "C") for d, r in inputs)
+    ret = kernel.overloads[args].signature.return_type
+    outputs = [(np.dtype(str(t.dtype)).name, t.ndim) for t in getattr(ret, "types", ())]
+    meta = {"abi": ABI, "entry": entry.native_name, "inputs": inputs, "outputs": outputs,
             "parallel": "prange(" in source, "symbols": symbols}
     return {"kernel.o": bytes(obj), "kernel.json": json.dumps(meta).encode(),
             "source.py": source.encode()}

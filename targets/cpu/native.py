@@ -168,8 +168,10 @@ def _array_layout_ok() -> bool:
 class NativeKernel:
     """A cached kernel loaded from object code; call it like the numba dispatcher."""
 
-    def __init__(self, files: dict, fallback):
+    def __init__(self, files: dict, fallback, abi: str):
         meta = json.loads(files["kernel.json"].decode())
+        if meta.get("abi") != abi:
+            raise LookupError(f"entry made for ABI {meta.get('abi')!r}, this code is {abi!r}")
         rt = ensure_runtime(meta["parallel"])
         ll = rt["ll"]
         process = ctypes.CDLL(None)

@@ -10,8 +10,8 @@ Names for the code generator (all callable inside njit code; from Python they re
 result):
 - `VECMATH[name]` for name in NAMES = exp, expm1, log, log1p, tanh, sigmoid, erf, sin, cos:
   generic over the argument type. float32 runs the float32 implementation (float32 throughout,
-  never widened), float64 the float64 one; integer and other float arguments fall back to
-  NumPy's scalar function (correct, not vectorized), so cast to float32/float64 first.
+  never widened), float64 the float64 one; integer, bool and complex arguments fall back
+  to NumPy's scalar function (correct, not vectorized; numba has no CPU float16).
 - `VECMATH_BY_DTYPE["float32" | "float64"][name]` (also `exp_f32`, `exp_f64`, ...): the typed
   implementations, for generated code that prefers to name the dtype.
 - `VECMATH_LIMITED["sin" | "cos"]` and `trig_needs_full(x)`: sin/cos with only the cheap
@@ -120,10 +120,12 @@ _NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
           "sin_limited": np.sin, "cos_limited": np.cos, "trig_needs_full": _np_needs_full}
 
 
-def _fallback_impl(name: str) -> Callable:
+def _fallback_impl(name: str, complex_arg: bool) -> Callable:
     """Scalar NumPy/libm version for argument types without a vectorizable implementation."""
     if name == "erf":
         return lambda x: math.erf(x)
+    if name == "sigmoid" and complex_arg:
+        return lambda x: 1 / (1 + np.exp(-x))
     if name == "sigmoid":
         def sigmoid_impl(x):
             e = np.exp(-abs(x))
@@ -153,7 +155,9 @@ def _generic(name: str) -> Callable:
         if x == types.float64:
             return lambda x: f64(x)
         if isinstance(x, (types.Float, types.Integer, types.Boolean)):
-            return _fallback_impl(name)
+            return _fallback_impl(name, False)
+        if isinstance(x, types.Complex) and name != "erf":
+            return _fallback_impl(name, True)
         return None
 
     overload(stub, jit_options=_JIT)(typed)

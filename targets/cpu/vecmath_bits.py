@@ -1,12 +1,12 @@
-"""Bit-level numba intrinsics for vecmath: float<->int bit casts, 2**n, rint, fused multiply-add.
+"""Bit-level numba intrinsics for vecmath: bit casts, 2**n, rint, FMA, frexp, quadrant bits.
 
-Each intrinsic is generic over float32/float64 and emits a single LLVM instruction or LLVM
+Each intrinsic is generic over float32/float64 and emits a few LLVM instructions or one LLVM
 intrinsic that the loop vectorizer widens (bitcast, fptosi/shl, llvm.rint, llvm.fmuladd,
-llvm.copysign, llvm.fabs), so code built from them has no calls once LLVM inlines it.
-Integer results keep the float's width (int32 for float32), which numba's own integer typing
-would not (int32 + int32 is int64 in numba).
+llvm.fma, llvm.copysign, llvm.fabs), so code built from them has no calls once inlined.
+Integer work happens at the float's width (int32 for float32), which numba's own integer
+typing would not keep (int32 + int32 is int64 in numba). None of them checks its input
+range; the callers clamp first (e.g. so fptosi never sees NaN or an out-of-range value).
 """
-
 from __future__ import annotations
 
 from llvmlite import ir

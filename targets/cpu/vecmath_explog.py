@@ -165,4 +165,4 @@ def make_explog(F: type) -> dict[str, Callable]:
         return num / (one + e)
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
-            "sigmoid": sigmoid, "_expm1_reduced": _expm1_reduced, "_scale": _scale}
+            "sigmoid": sigmoid}
