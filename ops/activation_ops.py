@@ -15,12 +15,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir import Scalar as S
+from ..compiler.ir_build import cast, map_nodes
 from ..compiler.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
 from .builder import (FLOATS, NUMERIC, REALS, binary_operands, check_dtype,
                       graph_for, make_op, to_tensor)
+from .lower_reduce import RowSoftmax, compute_dtype
+from .lower_util import require_real
 from .conversion import static_value
 from .registry import OpDef, Trait
 
@@ -322,10 +327,6 @@ def _activation_lowering(fn):
     """Elementwise lowering of y = fn(dtype, x, op), computed in float32 for float16."""
 
     def lower(ctx, op, inputs):
-        from ..compiler.ir_build import cast, map_nodes
-        from .lower_reduce import compute_dtype
-        from .lower_util import require_real
-
         require_real(op)
         dt = inputs[0].dtype
         cdt = compute_dtype(dt)
@@ -335,10 +336,6 @@ def _activation_lowering(fn):
 
 
 def _lower_bias_add(ctx, op, inputs):
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
-    from .lower_util import require_real
-
     require_real(op)
     value, bias = inputs
     axis = 1 if op.get_attr("data_format") == "NCHW" else len(value.shape) - 1
@@ -354,12 +351,6 @@ def _lower_bias_add(ctx, op, inputs):
 
 def _softmax_lowering(log: bool):
     def lower(ctx, op, inputs):
-        from ..compiler import ir
-        from ..compiler.ir import Scalar as S
-        from ..compiler.ir_build import cast
-        from .lower_reduce import RowSoftmax
-        from .lower_util import require_real
-
         require_real(op)
         x = inputs[0]
         rows = RowSoftmax(x)
@@ -372,45 +363,42 @@ def _softmax_lowering(log: bool):
     return lower
 
 
+def _mk(kind, dt, *args):
+    return ir.make(kind, dt, args)
+
+
+def _positive(x):
+    return _mk(S.GT, _dtypes.bool_, x, ir.const(0, x.dtype))
+
+
+def _expm1_negative_part(dt, x):
+    return _mk(S.EXPM1, dt, _mk(S.MIN, dt, x, ir.const(0, dt)))
+
+
 def _attach_lowerings():
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
-
-    def c(value, dt):
-        return ir.const(value, dt)
-
-    def mk(kind, dt, *args):
-        return ir.make(kind, dt, args)
-
-    def negative_part(dt, x, op):  # expm1(min(x, 0))
-        return mk(S.EXPM1, dt, mk(S.MIN, dt, x, c(0, dt)))
-
-    def positive(x):
-        return mk(S.GT, "bool", x, c(0, x.dtype))
-
     def relu(dt, x, op):
-        return mk(S.MAX, dt, x, c(0, dt))
+        return _mk(S.MAX, dt, x, ir.const(0, dt))
 
     def relu6(dt, x, op):
-        return mk(S.MIN, dt, relu(dt, x, op), c(6, dt))
+        return _mk(S.MIN, dt, relu(dt, x, op), ir.const(6, dt))
 
     def elu(dt, x, op):
-        return mk(S.SELECT, dt, positive(x), x, negative_part(dt, x, op))
+        return _mk(S.SELECT, dt, _positive(x), x, _expm1_negative_part(dt, x))
 
     def selu(dt, x, op):
-        neg = mk(S.MUL, dt, c(_SELU_ALPHA, dt), negative_part(dt, x, op))
-        return mk(S.MUL, dt, c(_SELU_SCALE, dt), mk(S.SELECT, dt, positive(x), x, neg))
+        neg = _mk(S.MUL, dt, ir.const(_SELU_ALPHA, dt), _expm1_negative_part(dt, x))
+        return _mk(S.MUL, dt, ir.const(_SELU_SCALE, dt), _mk(S.SELECT, dt, _positive(x), x, neg))
 
     def softplus(dt, x, op):  # logaddexp(0, x) = max(x, 0) + log1p(exp(-|x|))
-        tail = mk(S.LOG1P, dt, mk(S.EXP, dt, mk(S.NEG, dt, mk(S.ABS, dt, x))))
-        return mk(S.ADD, dt, relu(dt, x, op), tail)
+        tail = _mk(S.LOG1P, dt, _mk(S.EXP, dt, _mk(S.NEG, dt, _mk(S.ABS, dt, x))))
+        return _mk(S.ADD, dt, relu(dt, x, op), tail)
 
     def softsign(dt, x, op):
-        return mk(S.DIV, dt, x, mk(S.ADD, dt, c(1, dt), mk(S.ABS, dt, x)))
+        return _mk(S.DIV, dt, x, _mk(S.ADD, dt, ir.const(1, dt), _mk(S.ABS, dt, x)))
 
     def leaky_relu(dt, x, op):
-        return mk(S.SELECT, dt, positive(x), x,
-                  mk(S.MUL, dt, x, c(op.get_attr("alpha"), dt)))
+        alpha = ir.const(op.get_attr("alpha"), dt)
+        return _mk(S.SELECT, dt, _positive(x), x, _mk(S.MUL, dt, x, alpha))
 
     for op_def, fn in ((RELU, relu), (RELU6, relu6), (ELU, elu), (SELU, selu),
                        (SOFTPLUS, softplus), (SOFTSIGN, softsign), (LEAKY_RELU, leaky_relu)):

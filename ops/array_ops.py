@@ -1,10 +1,11 @@
 """Array manipulation ops, and the one public face of the array-op modules.
 
-Defines here: Reshape, Transpose, ConjugateTranspose, ExpandDims, Squeeze and ReverseV2 (ops
-that rearrange one tensor's elements).  The other array ops live beside this module and are
-re-exported from it, so `OP_DEFS` and `__all__` below cover them all:
-`join_ops` (ConcatV2, Pack, Unpack, Split, SplitV), `fill_ops` (Fill, ZerosLike, OnesLike,
-Range, OneHot and zeros/ones), `pad_ops` (Pad, PadV2, MirrorPad, Tile, BroadcastTo).
+Defines here: Transpose, ConjugateTranspose, ExpandDims, Squeeze and ReverseV2 (ops that
+rearrange one tensor's elements).  The other array ops live beside this module and are
+re-exported from it, so `OP_DEFS` and `__all__` below cover them all: `reshape_ops`
+(Reshape), `join_ops` (ConcatV2, Pack, Unpack), `split_ops` (Split, SplitV), `fill_ops`
+(Fill, ZerosLike, OnesLike, Range, OneHot and zeros/ones), `pad_ops` (Pad, PadV2, MirrorPad,
+Tile, BroadcastTo).
 `ops/conversion.py` imports `stack` from here for auto-packing lists that hold tensors.
 
 Shape, axis and permutation arguments are int32/int64 *tensor inputs*, as in TensorFlow: their
@@ -24,97 +25,28 @@ from ..compiler.graph import name_scope
 from ..compiler.ir_build import remap
 from ..compiler.lowering import NotLowerable
 from ..compiler.shapes import unknown_shape
-from .array_common import (check_rank, describe_dims, index_tensor, normalize_axis,
-                           runtime_error, static_int, static_ints)
-from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
-from .conversion import static_shape_from_tensor
 from . import lower_index as lx
+from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,
+                           static_ints)
+from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
 from .fill_ops import OP_DEFS as _FILL_OP_DEFS
 from .fill_ops import __all__ as _FILL_ALL
 from .fill_ops import (fill, one_hot, ones, ones_like, range, zeros,  # noqa: F401,A004
                        zeros_like)
 from .join_ops import OP_DEFS as _JOIN_OP_DEFS
 from .join_ops import __all__ as _JOIN_ALL
-from .join_ops import concat, split, stack, unstack  # noqa: F401
+from .join_ops import concat, stack, unstack  # noqa: F401
 from .lower_util import require_real
 from .pad_ops import OP_DEFS as _PAD_OP_DEFS
 from .pad_ops import __all__ as _PAD_ALL
 from .pad_ops import broadcast_to, pad, tile  # noqa: F401
 from .registry import OpDef
+from .reshape_ops import OP_DEFS as _RESHAPE_OP_DEFS
+from .reshape_ops import reshape  # noqa: F401
 from .shape_ops import rank as _rank
-
-# --- Reshape --------------------------------------------------------------------------------
-
-
-def _check_sizes(sizes, fail):
-    """Raise `fail(message)` unless `sizes` is a valid reshape target (>= 0, one -1 at most)."""
-    unknown = [i for i, s in enumerate(sizes) if s == -1]
-    if len(unknown) > 1:
-        raise fail(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]} "
-                   f"(requested shape {describe_dims(sizes)})")
-    bad = [s for s in sizes if s < -1]
-    if bad:
-        raise fail(f"Size {bad[0]} in requested shape {describe_dims(sizes)} must be "
-                   "non-negative (or -1 once)")
-
-
-def resolve_reshape(in_shape, sizes, fail):
-    """The output shape for `sizes` (at most one -1) given a fully known input shape.
-
-    Follows TensorFlow's rule for -1 beside zero-sized dimensions: zero sizes are left out of
-    both products so the other dimensions can still be inferred.  Raises the exception
-    `fail(message)` builds (ValueError while building, InvalidArgumentError while running).
-    """
-    _check_sizes(sizes, fail)
-    n = int(np.prod(in_shape, dtype=np.int64))
-    unknown = [i for i, s in enumerate(sizes) if s == -1]
-    out = list(sizes)
-    if unknown:
-        sizes_have_zero = 0 in sizes
-        product = int(np.prod([s for s in sizes if s > 0], dtype=np.int64))
-        in_product = int(np.prod([d for d in in_shape if d > 0 or not sizes_have_zero],
-                                 dtype=np.int64))
-        out[unknown[0]] = in_product // product
-        if 0 not in in_shape or not sizes_have_zero:
-            if out[unknown[0]] * product != in_product:
-                raise fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with "
-                           f"{n} elements to shape {describe_dims(sizes)}: {n} is not a "
-                           f"multiple of {product}")
-    m = int(np.prod(out, dtype=np.int64))
-    if m != n:
-        raise fail(f"Cannot reshape a tensor of shape {describe_dims(in_shape)} with {n} "
-                   f"elements to shape {describe_dims(out)} ({m} elements)")
-    return out
-
-
-def _reshape_infer(op):
-    x, shape = op.inputs
-    check_dtype(shape, INDEX_TYPES, "shape")
-    check_rank(shape, 1, "shape")
-    sizes = static_ints(shape)
-    if sizes is not None:
-        if x.shape.is_fully_defined():
-            return [(x.dtype, resolve_reshape(x.shape.as_list(), sizes, ValueError))]
-        _check_sizes(sizes, ValueError)
-    return [(x.dtype, static_shape_from_tensor(shape))]
-
-
-def _reshape_kernel(ctx, inputs, attrs):
-    x, shape = inputs
-    sizes = [int(s) for s in shape.reshape(-1)]
-    out = resolve_reshape(list(x.shape), sizes, lambda m: runtime_error(ctx, m))
-    return [x.reshape(out)]
-
-
-RESHAPE = OpDef("Reshape", _reshape_infer, _reshape_kernel)
-
-
-def reshape(tensor, shape, name=None):
-    """`tensor`'s elements in a new `shape` (a list, TensorShape or 1-D int tensor; one -1)."""
-    t = to_tensor(tensor)
-    s = index_tensor(shape, "shape", graph=t.graph)
-    return make_op(RESHAPE, [t, s], {}, name or "Reshape").outputs[0]
-
+from .split_ops import OP_DEFS as _SPLIT_OP_DEFS
+from .split_ops import __all__ as _SPLIT_ALL
+from .split_ops import split  # noqa: F401
 
 # --- Transpose -----------------------------------------------------------------------------
 
@@ -323,65 +255,15 @@ def reverse_v2(tensor, axis, name=None):
 reverse = reverse_v2
 
 
-_OWN_OP_DEFS = (RESHAPE, TRANSPOSE, CONJUGATE_TRANSPOSE, EXPAND_DIMS, SQUEEZE, REVERSE_V2)
-OP_DEFS = _OWN_OP_DEFS + _JOIN_OP_DEFS + _FILL_OP_DEFS + _PAD_OP_DEFS
+_OWN_OP_DEFS = (TRANSPOSE, CONJUGATE_TRANSPOSE, EXPAND_DIMS, SQUEEZE, REVERSE_V2)
+OP_DEFS = (_RESHAPE_OP_DEFS + _OWN_OP_DEFS + _JOIN_OP_DEFS + _SPLIT_OP_DEFS + _FILL_OP_DEFS
+           + _PAD_OP_DEFS)
 __all__ = ["reshape", "transpose", "expand_dims", "squeeze", "reverse", "reverse_v2",
-           *_JOIN_ALL, *_FILL_ALL, *_PAD_ALL]
-
+           *_JOIN_ALL, *_SPLIT_ALL, *_FILL_ALL, *_PAD_ALL]
 
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
-# Index remaps (ir_build.remap), fused into their consumers by the scheduler; Reshape is a view
-# of its materialized input unless it only adds or drops size-1 dimensions.
-
-
-def _wildcard(known, in_dims):
-    """(the size a reshape's -1 stands for, whether the element count then always matches).
-
-    TensorFlow's rule: when the requested sizes hold a zero, zeros drop out of both products.
-    Sizes that are also input sizes (the same Expr) cancel out first, so `[shape(x)[0], -1]`
-    costs a product of the remaining input sizes."""
-    rest_in = [d for d in in_dims if not ir.is_const(d, 1)]
-    rest_known = []
-    for s in known:
-        if s in rest_in:
-            rest_in.remove(s)
-        elif not ir.is_const(s, 1):
-            rest_known.append(s)
-    have_zero = lx.any_of(lx.eq(s, 0) for s in known)
-    numerator = lx.select(have_zero, lx.product(map(lx.nonzero, rest_in)), lx.product(rest_in))
-    return lx.floordiv(numerator, lx.product(map(lx.nonzero, rest_known))), not rest_known
-
-
-def _lower_reshape(ctx, op, inputs):
-    require_real(op)
-    x = inputs[0]
-    sizes = ctx.symbolic_ints(op.inputs[1])
-    free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]
-    known = [s for k, s in enumerate(sizes) if k not in free]
-    if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
-        raise NotLowerable("Reshape sizes must be non-negative sizes and at most one -1")
-    in_dims = list(x.shape)
-    exact = False
-    if free:
-        sizes[free[0]], exact = _wildcard(known, in_dims)
-    if not exact:
-        lx.require(ctx, lx.eq(lx.product(sizes), lx.product(in_dims)),
-                   f"Cannot reshape a tensor to the shape requested by {op.name}: the number "
-                   "of elements differs")
-    shape = lx.out_shape(op.outputs[0], sizes)
-    if shape == tuple(in_dims):
-        return [x]
-    # Only size-1 dimensions come or go (a -1 standing for the one input dimension left
-    # over, which it equals whenever there are elements to load): an index remap.
-    kept_in = [k for k, d in enumerate(in_dims) if not ir.is_const(d, 1)]
-    kept_out = [k for k, d in enumerate(shape) if not ir.is_const(d, 1)]
-    if len(kept_in) == len(kept_out) and all(
-            in_dims[i] is shape[o] or o in free for i, o in zip(kept_in, kept_out)):
-        where = dict(zip(kept_in, kept_out))
-        return [remap(x, shape, lambda a: [a[where[k]] if k in where else ir.index(0)
-                                           for k in builtins.range(len(in_dims))])]
-    return [ir.reshape(x, shape)]
+# Index remaps (ir_build.remap), fused into their consumers by the scheduler.
 
 
 def _lower_transpose(ctx, op, inputs):
@@ -437,7 +319,6 @@ def _lower_reverse(ctx, op, inputs):
 
 
 def _attach_lowerings():
-    RESHAPE.lower = _lower_reshape
     TRANSPOSE.lower = _lower_transpose
     CONJUGATE_TRANSPOSE.lower = _lower_transpose  # real tensors only: a plain transpose
     EXPAND_DIMS.lower = _lower_expand_dims

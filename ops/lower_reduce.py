@@ -1,8 +1,8 @@
 """Shared pieces for lowering reductions and last-axis (row) softmax-style ops to kernel IR.
 
-Used by the lowerings of reduction_ops.py (Sum, Mean, Max, ..., ArgMax), activation_ops.py
-(Softmax, LogSoftmax) and loss_ops.py (L2Loss and the cross entropies), so each of those
-stays a few lines.  Conventions kept here so the ops agree with their reference kernels:
+Holds the lowerings of reduction_ops.py's ops (Sum, Mean, Max, ..., ArgMax; attached there)
+and the pieces the lowerings of activation_ops.py (Softmax, LogSoftmax) and loss_ops.py
+(L2Loss, the cross entropies) share.  Conventions kept so the ops agree with their kernels:
 
 - float16 values are computed (and summed) in float32 and rounded back once, at the end;
 - reduction axes are static (NotLowerable otherwise), normalized and deduplicated;
@@ -19,7 +19,7 @@ from .. import dtypes as _dtypes
 from ..compiler import ir
 from ..compiler.ir import Combiner, Expr, Node
 from ..compiler.ir import Scalar as S
-from ..compiler.ir_build import cast, reduce_axes
+from ..compiler.ir_build import cast, load_broadcast, reduce_axes
 from ..compiler.lowering import NotLowerable
 from .lower_util import require_real
 
@@ -54,7 +54,7 @@ def cast_node(node: Node, dtype) -> Node:
     if node.dtype is dtype:
         return node
     axes = ir.axis_vars(len(node.shape))
-    return ir.compute(dtype, node.shape, axes, cast(ir.load(node, axes), dtype))
+    return ir.compute(dtype, node.shape, axes, cast(load_broadcast(node, axes), dtype))
 
 
 def require_nonzero(ctx, size: Expr, message: str):
@@ -84,6 +84,39 @@ def reduction_lowering(combiner: Combiner):
     return lower
 
 
+def lower_mean(ctx, op, inputs):
+    """The lowering of Mean.  Float: the sum (float16's in float32, rounded to float16)
+    divided by the count.  Integer: the 64-bit sum divided by the count, truncated toward
+    zero (0 for an empty reduction), as the reference kernel."""
+    require_real(op)
+    x = inputs[0]
+    axes = static_axes(ctx, op.inputs[1], len(x.shape))
+    if not axes:
+        return [x]
+    dt = x.dtype
+    wide = compute_dtype(dt) if dt.is_floating else \
+        (_dtypes.uint64 if dt.is_unsigned else _dtypes.int64)
+    total = reduce_axes(x, axes, op.get_attr("keep_dims"), Combiner.ADD, wide,
+                        lambda e: cast(e, wide))
+    count = product([x.shape[k] for k in axes])
+    out_axes = ir.axis_vars(len(total.shape))
+    s = load_broadcast(total, out_axes)  # index 0 on kept (size-1) axes
+    if dt.is_floating:
+        s = cast(cast(s, dt), wide)  # the sum is rounded to the input dtype first
+        body = ir.make(S.DIV, wide, (s, cast(count, wide)))
+    else:
+        c = cast(ir.make(S.MAX, ir.INDEX, (count, ir.index(1))), wide)
+        body = ir.make(S.FLOORDIV, wide, (s, c))
+        if not dt.is_unsigned:  # floor -> truncation: add 1 to negative inexact quotients
+            inexact = ir.make(S.NE, _dtypes.bool_, (ir.make(S.MOD, wide, (s, c)),
+                                                     ir.const(0, wide)))
+            negative = ir.make(S.LT, _dtypes.bool_, (s, ir.const(0, wide)))
+            up = ir.make(S.AND, _dtypes.bool_, (inexact, negative))
+            body = ir.make(S.ADD, wide, (body, cast(up, wide)))
+    mean = ir.compute(wide, total.shape, out_axes, body)
+    return [cast_node(mean, dt)]
+
+
 def arg_lowering(combiner: Combiner):
     """A lowering for ArgMax/ArgMin(input, dimension) with attr output_type.
 
@@ -102,12 +135,14 @@ def arg_lowering(combiner: Combiner):
         axis = int(dim[0]) % rank
         require_nonzero(ctx, x.shape[axis], f"Reduction axis {axis} is empty in the input "
                                             f"of {op.type}.")
-        body_fn = None
-        if x.dtype.is_floating:
-            fill = ir.const(-np.inf if combiner is Combiner.ARGMAX else np.inf, x.dtype)
-            body_fn = lambda e: ir.make(  # noqa: E731
-                S.SELECT, x.dtype, (ir.make(S.ISNAN, _dtypes.bool_, (e,)), fill, e))
-        return [reduce_axes(x, [axis], False, combiner, op.get_attr("output_type"), body_fn)]
+        fill = ir.const(-np.inf if combiner is Combiner.ARGMAX else np.inf, x.dtype)
+
+        def skip_nan(e):
+            if not x.dtype.is_floating:
+                return e
+            return ir.make(S.SELECT, x.dtype, (ir.make(S.ISNAN, _dtypes.bool_, (e,)), fill, e))
+
+        return [reduce_axes(x, [axis], False, combiner, op.get_attr("output_type"), skip_nan)]
 
     return lower
 

@@ -385,53 +385,14 @@ OP_DEFS = (SUM, MEAN, PROD, MAX, MIN, ANY, ALL, ARG_MAX, ARG_MIN)
 
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
-def _lower_mean(ctx, op, inputs):
-    """Float: sum (float16 in float32, rounded to float16) / count.  Integer: the 64-bit
-    sum divided by the count, truncated toward zero (0 for an empty reduction)."""
-    from ..compiler import ir
-    from ..compiler.ir import Combiner
-    from ..compiler.ir import Scalar as S
-    from ..compiler.ir_build import cast, reduce_axes
-    from .lower_reduce import cast_node, compute_dtype, product, static_axes
-    from .lower_util import require_real
-
-    require_real(op)
-    x = inputs[0]
-    axes = static_axes(ctx, op.inputs[1], len(x.shape))
-    if not axes:
-        return [x]
-    dt = x.dtype
-    wide = compute_dtype(dt) if dt.is_floating else \
-        (_dtypes.uint64 if dt.is_unsigned else _dtypes.int64)
-    total = reduce_axes(x, axes, op.get_attr("keep_dims"), Combiner.ADD, wide,
-                        lambda e: cast(e, wide))
-    count = product([x.shape[k] for k in axes])
-    out_axes = ir.axis_vars(len(total.shape))
-    s = ir.load(total, out_axes)
-    if dt.is_floating:
-        s = cast(cast(s, dt), wide)  # the sum is rounded to the input dtype first
-        body = ir.make(S.DIV, wide, (s, cast(count, wide)))
-    else:
-        c = cast(ir.make(S.MAX, ir.INDEX, (count, ir.index(1))), wide)
-        body = ir.make(S.FLOORDIV, wide, (s, c))
-        if not dt.is_unsigned:  # floor -> truncation: add 1 to negative inexact quotients
-            inexact = ir.make(S.NE, _dtypes.bool_, (ir.make(S.MOD, wide, (s, c)),
-                                                     ir.const(0, wide)))
-            negative = ir.make(S.LT, _dtypes.bool_, (s, ir.const(0, wide)))
-            up = ir.make(S.AND, _dtypes.bool_, (inexact, negative))
-            body = ir.make(S.ADD, wide, (body, cast(up, wide)))
-    mean = ir.compute(wide, total.shape, out_axes, body)
-    return [cast_node(mean, dt)]
-
-
 def _attach_lowerings():
     from ..compiler.ir import Combiner
-    from .lower_reduce import arg_lowering, reduction_lowering
+    from .lower_reduce import arg_lowering, lower_mean, reduction_lowering
 
     for op_def, combiner in ((SUM, Combiner.ADD), (PROD, Combiner.MUL), (MAX, Combiner.MAX),
                              (MIN, Combiner.MIN), (ANY, Combiner.OR), (ALL, Combiner.AND)):
         op_def.lower = reduction_lowering(combiner)
-    MEAN.lower = _lower_mean
+    MEAN.lower = lower_mean
     ARG_MAX.lower = arg_lowering(Combiner.ARGMAX)
     ARG_MIN.lower = arg_lowering(Combiner.ARGMIN)
 

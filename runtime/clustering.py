@@ -3,13 +3,14 @@
 `form_clusters(ops, fetches, fed, options)` partitions a plan's ops (runtime/executor.py)
 into *clusters*: maximal connected sets of ops that have a lowering and none of the traits
 STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), carry and feed no
-control edges, produce no fed tensor and have no string, complex or float16 tensors.  Clusters grow
-greedily along data edges in graph order; two clusters merge only if the contracted graph
-stays acyclic (no path between them through anything else — the XLA-style cycle check), so a
-cluster can run as ONE node of the executor's dependency graph.  Variables, feeds, random and
-other runtime ops stay with the executor, which hands tensors to a cluster at its boundary:
-a cluster's inputs are tensors it reads that are fed or made outside it; its outputs are the
-tensors it makes that are fetched or read outside it.  A fed tensor therefore splits a chain.
+control edges, produce no fed tensor and have no string, complex or float16 tensors.
+Clusters grow greedily along data edges in graph order; two clusters merge only if the
+contracted graph stays acyclic (no path between them through anything else — the XLA-style
+cycle check), so a cluster can run as ONE node of the executor's dependency graph.
+Variables, feeds, random and other runtime ops stay with the executor, which hands tensors
+to a cluster at its boundary: a cluster's inputs are tensors it reads that are fed or made
+outside it; its outputs are the tensors it makes that are fetched or read outside it.  A fed
+tensor therefore splits a chain.
 
 Policy — compiling costs ~0.5-2 s per cluster and signature (more for big clusters), so it
 must pay for itself (the "ski rental" rule of tiered JITs):
@@ -172,6 +173,8 @@ def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
     grouped = {}
     for g in groups:
         step = ClusterStep(g, readers, fetched, options)
+        if not step.outputs:  # only run as targets: nothing to hand back, keep them plain
+            continue
         for op in g:
             grouped[op] = step
     nodes, placed = [], set()

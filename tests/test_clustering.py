@@ -1,19 +1,22 @@
 """Auto-clustering in Session.run (runtime/clustering.py): partition, policy, results, errors.
 
-Compiles are the cost here (~0.5-1.5 s of numba each, on a cold kernel cache), so tests use
-few distinct cluster signatures: the per-op differential test draws ONE case per registered
+Compiles are the cost here (~0.5-1.5 s of numba each on a cold kernel cache; the lowerings
+themselves are tested op by op through `flowjit.jit` in tests/test_lower_*.py), so tests use
+few distinct cluster signatures.  The per-op differential test draws ONE case per registered
 op type (hypothesis, derandomized: the same case every run, so the on-disk kernel cache
 makes later runs cheap), preferring a case the compiler lowers, and compares every fetched
-value with clustering forced on against clustering off (the reference interpreter).
+value with clustering on against clustering off (the reference interpreter).  Every op's
+case is partitioned and run as a cluster; the ops of `COMPILED_OPS` (one or two per kind of
+lowering) are also compiled — all of them with FLOWJIT_TEST_COMPILE_ALL_OPS=1 (~2 minutes).
 """
 
 import inspect
 import logging
+import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 import flowjit as tf
 from flowjit import dtypes
@@ -65,6 +68,14 @@ def opaque(x):
 SAMPLES = all_samples()
 _BLOCKED = {Trait.STATEFUL, Trait.RUNTIME_VALUE, Trait.BLOCKING, Trait.COMMUNICATION}
 OP_TYPES = sorted(n for n in SAMPLES if not registry.lookup(n).traits & _BLOCKED)
+COMPILED_OPS = {
+    "Exp", "Add", "FloorDiv", "Less", "LogicalAnd", "Cast", "Sum", "ArgMax", "MatMul",
+    "Reshape", "Transpose", "ConcatV2", "StridedSlice", "GatherV2", "Pad", "Select", "OneHot",
+    "Split", "Range", "BiasAdd",
+}
+COMPILE_ALL = os.environ.get("FLOWJIT_TEST_COMPILE_ALL_OPS") == "1"
+# clustered, but always run with the reference kernels
+INTERPRET = tf.JitOptions(compile_after_runs=0, compile_after_seconds=float("inf"), min_ops=1)
 
 
 def _draw(name, examples=4) -> list:
@@ -89,7 +100,8 @@ def _build(case):
     feeds = {graph.get_tensor_by_name(k + ":0"): v for k, v in case.feeds.items()}
     ops = [op for op in graph.get_operations() if op.type != "Placeholder"]
     if not all(clustering.clusterable(op, set()) for op in ops) or any(
-            t.op.type == "Placeholder" for t in fetches):
+            t.op.type == "Placeholder" for t in fetches) or all(
+            Trait.SOURCE in op.op_def.traits for op in ops):  # a lone Const is no cluster
         return graph, fetches, feeds, False
     specs = [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
              for a in feeds.values()]
@@ -108,13 +120,17 @@ def test_every_op_gives_the_same_results_with_clustering_on_and_off(op_type):
             break
     with tf.Session(graph=graph, config=OFF) as sess:
         expected = sess.run(fetches, feeds)
-    with tf.Session(graph=graph, config=on()) as sess:
+    compile_it = COMPILE_ALL or op_type in COMPILED_OPS
+    with tf.Session(graph=graph, config=tf.ConfigProto(jit=FORCE if compile_it else INTERPRET)
+                    ) as sess:
         got = sess.run(fetches, feeds)
         steps = cluster_steps(sess)
+    clustered = {op for s in steps for op in s.ops}
     in_compiled = {op for s in steps if compiled(s) for op in s.ops}
     tested = [op for op in graph.get_operations() if op.type == op_type]
     if lowerable:
-        assert tested and all(op in in_compiled for op in tested), "not compiled"
+        assert tested and all(op in clustered for op in tested), "not clustered"
+        assert all(op in in_compiled for op in tested) == compile_it, "compiled?"
     else:
         assert not any(op in in_compiled for op in tested), "compiled unexpectedly"
     for t, e, g in zip(fetches, expected, got):
