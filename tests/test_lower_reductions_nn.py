@@ -445,3 +445,21 @@ def test_select_shape_mismatches_fail_like_the_reference():
 @given(st.integers(2, 9), st.integers(2, 9))
 def test_select_hypothesis(rows, cols):
     check(selects, *_select_inputs(rows, cols, F64))
+
+
+# --- large inputs: the generated code's parallel loops ----------------------------------------
+
+
+def test_large_inputs_take_the_parallel_loops():
+    """Work above the parallel threshold runs the prange copies of the same kernels."""
+    x = floats((300, 257), F64)
+    check(row_reductions, x, scale=np.abs(x).sum())
+    check(other_reductions, x, scale=np.square(x).sum())
+    check(softmax_2d, x.astype(F32))
+    check(layer_norm, x)
+    check(activations, x)
+    logits, probs, labels = _loss_inputs(300, 257, F64)
+    check(losses, logits, probs, labels, scale=100)
+    labels[-1] = 257
+    check_both_fail(losses, logits, probs, labels)
+    check(selects, *_select_inputs(300, 257, F64))

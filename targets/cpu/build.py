@@ -82,7 +82,11 @@ def build_cached(program: Program, make_source) -> tuple:
             log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
                         type(e).__name__, e)
         else:
-            cache.write_entry(key, material, files)
+            if cache.code_fingerprint() == material["flowjit_code"]:
+                cache.write_entry(key, material, files)
+            else:  # this process may run code older than the files: its key would lie
+                log.info("flowjit cache: source files changed since this process started; "
+                         "kernel %s not cached", key[:16])
     _built[key] = (kernel, source)
     return kernel, source
 

@@ -181,6 +181,17 @@ def _module_version(name: str) -> str:
     return "unknown"
 
 
+def code_fingerprint() -> str:
+    """sha256 of the compiler and target source files, as they are on disk now."""
+    code = hashlib.sha256()
+    for pattern in _CODE_FILES:
+        for path in sorted(glob.glob(os.path.join(_ROOT, pattern), recursive=True)):
+            code.update(os.path.relpath(path, _ROOT).encode() + b"\0")
+            with open(path, "rb") as f:
+                code.update(f.read())
+    return code.hexdigest()
+
+
 def static_material() -> dict:
     """The key material that does not depend on the kernel (computed once per process)."""
     global _static_material
@@ -191,18 +202,12 @@ def static_material() -> dict:
 
         from ... import __version__ as flowjit_version
 
-        code = hashlib.sha256()
-        for pattern in _CODE_FILES:
-            for path in sorted(glob.glob(os.path.join(_ROOT, pattern), recursive=True)):
-                code.update(os.path.relpath(path, _ROOT).encode() + b"\0")
-                with open(path, "rb") as f:
-                    code.update(f.read())
         _static_material = {
             "format": FORMAT,
             "python": sys.version,
             "platform": sys.platform,
             "flowjit": flowjit_version,
-            "flowjit_code": code.hexdigest(),
+            "flowjit_code": code_fingerprint(),
             "numba": _module_version("numba"),
             "llvmlite": llvmlite.__version__,
             "numpy": np.__version__,
