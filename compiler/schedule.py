@@ -111,7 +111,7 @@ def resolve(expr, inline: set, nodes_by_id: dict):
     def go(e):
         m = memo.get(id(e))
         if m is not None:
-            return m
+            return m[1]
         if e.op is Scalar.LOAD and id(e.attr) in inline:
             producer = e.attr
             idx = [go(a) for a in e.args]
@@ -123,7 +123,7 @@ def resolve(expr, inline: set, nodes_by_id: dict):
                 ir.make(e.op, e.dtype, args, e.attr)
         else:
             out = e
-        memo[id(e)] = out
+        memo[id(e)] = (e, out)  # holding e: a freed temporary's id would be reused
         return out
 
     return go(expr)

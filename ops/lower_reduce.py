@@ -135,11 +135,10 @@ def arg_lowering(combiner: Combiner):
         axis = int(dim[0]) % rank
         require_nonzero(ctx, x.shape[axis], f"Reduction axis {axis} is empty in the input "
                                             f"of {op.type}.")
-        fill = ir.const(-np.inf if combiner is Combiner.ARGMAX else np.inf, x.dtype)
-
         def skip_nan(e):
             if not x.dtype.is_floating:
                 return e
+            fill = ir.const(-np.inf if combiner is Combiner.ARGMAX else np.inf, x.dtype)
             return ir.make(S.SELECT, x.dtype, (ir.make(S.ISNAN, _dtypes.bool_, (e,)), fill, e))
 
         return [reduce_axes(x, [axis], False, combiner, op.get_attr("output_type"), skip_nan)]

@@ -244,7 +244,7 @@ def _execute_serial(plan, values, state, deadline, trace):
     while ready:
         i = ready.popleft()
         if deadline is not None and time.monotonic() > deadline:
-            raise _deadline_error(deadline, ops[i])
+            raise _deadline_error(deadline, _members(ops[i])[0])
         start = time.perf_counter() if trace is not None else 0.0
         run_node(ops[i], values, state, deadline)
         if trace is not None:

@@ -13,6 +13,7 @@ lowering) are also compiled — all of them with FLOWJIT_TEST_COMPILE_ALL_OPS=1 
 import inspect
 import logging
 import os
+import time
 
 import numpy as np
 import pytest
@@ -62,6 +63,14 @@ OPAQUE = OpDef("TestOpaque", _same_as_input, lambda ctx, inputs, attrs: [inputs[
 
 def opaque(x):
     return x.graph.create_op(OPAQUE, [x], {}, "opaque").outputs[0]
+
+
+def _sleep_kernel(ctx, inputs, attrs):
+    time.sleep(0.05)
+    return [inputs[0]]
+
+
+SLEEPY = OpDef("TestSleepy", _same_as_input, _sleep_kernel)
 
 
 # --- every op: clustering on == clustering off ----------------------------------------------
@@ -337,6 +346,16 @@ def test_compiled_errors_name_the_op_and_the_users_line():
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"(?s)shapes.*FloorDiv"):
             sess.run(q, {a: [1, 2], b: [1, 2, 3]})
         np.testing.assert_array_equal(sess.run(q, {a: [9], b: [3]}), [4])
+
+
+def test_a_deadline_reached_before_a_cluster_names_its_first_op():
+    x = tf.placeholder(tf.float32, [None])
+    slow = x.graph.create_op(SLEEPY, [x], {}, "slow").outputs[0]
+    y = tf.exp(slow) * 2.0
+    with tf.Session(config=on(inter_op_parallelism_threads=1)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError, match="'Exp'"):
+            sess.run(y, {x: np.ones(2, np.float32)}, options=tf.RunOptions(timeout_in_ms=10))
+        assert [s.ops[0] for s in cluster_steps(sess)] == [y.op.inputs[0].op]
 
 
 def test_a_kernel_failure_the_reference_accepts_names_the_cluster():
