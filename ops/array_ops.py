@@ -313,7 +313,7 @@ def _lower_reverse(ctx, op, inputs):
     require_real(op)
     x = inputs[0]
     rank = len(x.shape)
-    axes = {int(a) % rank for a in ctx.static(op.inputs[1], "axis").reshape(-1)}
+    axes = {int(a) % max(rank, 1) for a in ctx.static(op.inputs[1], "axis").reshape(-1)}
     return [remap(x, x.shape, lambda a: [lx.sub(lx.sub(d, 1), a[k]) if k in axes else a[k]
                                          for k, d in enumerate(x.shape)])]
 
