@@ -125,6 +125,9 @@ def lower_cluster(ops, input_tensors, input_specs, output_tensors):
     """Lower `ops` (in graph order) given cluster inputs; returns (Program, constants)."""
     ctx = LowerContext(input_tensors, input_specs)
     for op in ops:
+        for t in list(op.inputs) + list(op.outputs):
+            if t.dtype.name == "float16":  # numba has no float16 arithmetic
+                raise NotLowerable(f"{op.type} on float16 tensors is not compiled")
         lower = op.op_def.lower
         if lower is None:
             raise NotLowerable(f"{op.type} has no lowering")
