@@ -23,6 +23,7 @@ needs) and `source.py` (the generated source, shown by `lower()` and used to rep
 from __future__ import annotations
 
 import hashlib
+import warnings
 import json
 import linecache
 import logging
@@ -37,6 +38,13 @@ ABI = "flowjit_entry-5"
 ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
 cache.static_material()   # fingerprint the code files now, when this code was loaded
+
+
+# numba's performance notes about our generated kernels ("parallel=True but no
+# transformation...", "prange ... more than one exit") are about code we chose on purpose
+# (both loop versions live in one function); they name the kernel's file, so only they are
+# silenced, never warnings about the user's own numba code.
+warnings.filterwarnings("ignore", message=r"(?s).*<flowjit-kernel-")
 
 
 def build_kernel(source: str, name: str = "kernel"):
