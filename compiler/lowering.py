@@ -81,7 +81,9 @@ class LowerContext:
 
     def constant(self, value: np.ndarray) -> Node:
         """An array constant: passed to the compiled function as an extra input."""
-        value = np.ascontiguousarray(value)
+        # a private, writable copy: numba types read-only arrays differently, which would
+        # compile the kernel a second time for the same signature
+        value = np.array(value, copy=True, order="C")
         from .. import dtypes
 
         position = len(self.inputs)

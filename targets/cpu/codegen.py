@@ -154,7 +154,8 @@ class Generator:
         outs, seen = [], set()
         for o in p.outputs:
             name = self.buffers[id(o)]
-            if o.kind is NodeKind.INPUT or id(o) in seen:
+            aliases_input = o.kind is NodeKind.RESHAPE and o.inputs[0].kind is NodeKind.INPUT
+            if o.kind is NodeKind.INPUT or aliases_input or id(o) in seen:
                 name = f"{name}.copy()"  # never hand back the caller's array or an alias
             seen.add(id(o))
             outs.append(name)
