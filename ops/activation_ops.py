@@ -17,8 +17,9 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler import ir
 from ..compiler.graph import Tensor
+from ..compiler.ir import Combiner
 from ..compiler.ir import Scalar as S
-from ..compiler.ir_build import cast, map_nodes
+from ..compiler.ir_build import cast, map_nodes, reduce_axes
 from ..compiler.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
@@ -355,9 +356,15 @@ def _softmax_lowering(log: bool):
         x = inputs[0]
         rows = RowSoftmax(x)
         axes = ir.axis_vars(len(x.shape))
-        y = rows.log_prob(axes)
-        if not log:
-            y = rows.op(S.EXP, y)  # exp(shifted - log(sum)), as the reference kernel
+        if log:
+            y = rows.log_prob(axes)
+        else:
+            # e = exp(x - max) once per element (a per-row scratch buffer), its row sum, then
+            # e / sum: the exps are computed once and every loop vectorizes
+            e = ir.compute(rows.dtype, x.shape, axes, rows.op(S.EXP, rows.shifted(axes)))
+            total = reduce_axes(e, [len(x.shape) - 1], True, Combiner.ADD, rows.dtype)
+            y = rows.op(S.DIV, ir.load(e, axes),
+                        ir.load(total, tuple(axes[:-1]) + (ir.index(0),)))
         return [ir.compute(x.dtype, x.shape, axes, cast(y, x.dtype))]
 
     return lower
