@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from source_lines import line_of
 from flowjit import errors
 from flowjit.ops import registry
 from flowjit.ops.registry import OpDef
@@ -28,11 +29,7 @@ TF_ERRORS = [
 
 
 def _line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for i, line in enumerate(f, 1):
-            if marker in line and "_line_of" not in line:
-                return i
-    raise AssertionError(marker)
+    return line_of(__file__, marker)
 
 
 def _site(marker: str) -> str:

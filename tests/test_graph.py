@@ -13,16 +13,12 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from source_lines import line_of
 from flowjit.compiler.shapes import broadcast_shape, scalar, unknown_shape
 
 
 def _line_of(marker: str) -> int:
-    """The line number in this file of the (unique) line containing `marker`."""
-    with open(__file__) as f:
-        for i, line in enumerate(f, 1):
-            if marker in line and "_line_of" not in line:
-                return i
-    raise AssertionError(marker)
+    return line_of(__file__, marker)
 
 
 # --- names and name scopes --------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from source_lines import line_of
 from flowjit.ops.registry import OpDef, Trait
 
 # --- test-only ops ----------------------------------------------------------------------------
@@ -72,11 +73,7 @@ def counted(x, name):
 
 
 def _line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for i, line in enumerate(f, 1):
-            if marker in line and "_line_of" not in line:
-                return i
-    raise AssertionError(marker)
+    return line_of(__file__, marker)
 
 
 # --- fetch structures -------------------------------------------------------------------------
