@@ -42,6 +42,7 @@ from .targets.cpu.cache import cache_dir, clear_cache
 from . import gfile, nn, train  # noqa: E402
 
 __version__ = "0.1.0"
+from .targets.cpu.build import wait_for_cache_writes  # noqa: E402 - needs __version__
 newaxis = None
 
 

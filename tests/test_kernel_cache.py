@@ -38,6 +38,7 @@ WORKER = textwrap.dedent("""
               and a.dtype == np.float64 and b.dtype == np.bool_)
     a2, _ = f(x[:5].copy(), y[:5].copy())   # another size: same kernel
     ok = ok and bool(np.array_equal(a2, x[:5] * 2.0 + 3.0))
+    tf.wait_for_cache_writes()   # the entry is written on a writer thread
     result = {"ok": ok, "seconds": seconds, "stats": dict(cache.STATS),
               "numba_imported": "numba" in sys.modules}
     if "--error" in sys.argv:

@@ -9,7 +9,8 @@ Compilation is lazy, on the first call.
 keys the optimized IR (cache.py), returns a kernel already built in this process, else
 loads the entry from the disk cache (native.py: no numba import, no compile), else calls
 `make_source()`, builds with numba and stores a cache entry: `kernel.o`, the object code of
-a C-ABI entry point compiled with `numba.cfunc`:
+a C-ABI entry point compiled with `numba.cfunc` on a
+writer thread, so the first result does not wait for it (`wait_for_cache_writes()`):
 
     flowjit_entry(args, consts) -> a new reference to the tuple of output arrays, or to
                                    None when the kernel raised
@@ -27,6 +28,7 @@ import warnings
 import json
 import linecache
 import logging
+import threading
 
 from ...compiler.ir import Program
 from . import cache, native   # native now, not at the first hit: code and key must agree
@@ -37,6 +39,7 @@ NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
 ABI = "flowjit_entry-5"
 ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
+_writers: list = []  # threads writing cache entries (the first result need not wait for them)
 cache.static_material()   # fingerprint the code files now, when this code was loaded
 
 
@@ -84,19 +87,50 @@ def build_cached(program: Program, make_source) -> tuple:
     source = make_source()
     kernel = build_kernel(source)
     if cache.cache_dir() is not None:
-        try:
-            files = compile_entry(source, program, kernel)
-        except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
-            log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
-                        type(e).__name__, e)
-        else:
-            if cache.code_fingerprint() == material["flowjit_code"]:
-                cache.write_entry(key, material, files)
-            else:  # this process may run code older than the files: its key would lie
-                log.info("flowjit cache: source files changed since this process started; "
-                         "kernel %s not cached", key[:16])
+        # Compile now, for the C-contiguous arrays every caller passes, so the entry point
+        # compiled by the writer thread never holds numba's compiler lock across it.
+        kernel.compile(_signature(program))
+        writer = threading.Thread(target=_store_entry, args=(key, material, source, program,
+                                                             kernel),
+                                  name=f"flowjit-cache-{key[:8]}")
+        _writers.append(writer)
+        writer.start()
     _built[key] = (kernel, source)
     return kernel, source
+
+
+def _store_entry(key: str, material: dict, source: str, program: Program, kernel) -> None:
+    """Compile the entry point and write the cache entry (runs on a writer thread)."""
+    try:
+        files = compile_entry(source, program, kernel)
+    except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
+        log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
+                    type(e).__name__, e)
+        return
+    if cache.code_fingerprint() == material["flowjit_code"]:
+        cache.write_entry(key, material, files)
+    else:  # this process may run code older than the files: its key would lie
+        log.info("flowjit cache: source files changed since this process started; "
+                 "kernel %s not cached", key[:16])
+
+
+def _signature(program: Program) -> tuple:
+    """numba argument types of the kernel of `program`: C-contiguous arrays."""
+    import numba
+    import numpy as np
+    from numba import types
+
+    return tuple(types.Array(numba.from_dtype(np.dtype(_np_name(n.dtype))), len(n.shape), "C")
+                 for n in program.inputs)
+
+
+def wait_for_cache_writes() -> None:
+    """Block until every cache entry this process started writing is on disk (or failed).
+
+    Entries are written by non-daemon threads, so the interpreter also waits for them at
+    exit; a process killed meanwhile leaves no entry (writes are atomic), never a bad one."""
+    while _writers:
+        _writers.pop().join()
 
 
 def _lazy_build(source: str):
@@ -161,8 +195,7 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
                      | {g.name for g in module.global_variables if g.is_declaration})
     obj = library.serialize_using_object_code()[2][0]
     # Output dtypes as numba typed the kernel (what the object code really returns).
-    args = tuple(types.Array(numba.from_dtype(np.dtype(d)), r, "C") for d, r in inputs)
-    ret = kernel.overloads[args].signature.return_type
+    ret = kernel.overloads[_signature(program)].signature.return_type
     outputs = [(np.dtype(str(t.dtype)).name, t.ndim) for t in getattr(ret, "types", ())]
     meta = {"abi": ABI, "entry": entry.native_name, "inputs": inputs, "outputs": outputs,
             "parallel": "prange(" in source, "symbols": symbols}

@@ -5,7 +5,10 @@ The generated module is plain, readable Python: typed constants at the top, then
 loop group.  Each group is emitted twice, under `if work >= PARALLEL_MIN_WORK:` with a
 `prange` outer loop and otherwise with `range`, so small inputs never pay for the thread
 pool (the choice is made at run time from the sizes).  Scalar code is emitted one
-operation per statement, each hoisted to the outermost loop it depends on.
+operation per statement, each hoisted to the outermost loop it depends on. Float
+reductions accumulate with `radd`/`rmax`/`rmin` (reduce_steps.py), so their loops vectorize
+without fastmath on anything else; every allocated buffer is offered huge pages
+(`advise_huge`, a no-op below 4 MiB).
 
 This module sees only kernel IR (`compiler.ir`) and the schedule; it knows no graph ops.
 """
@@ -20,7 +23,6 @@ from ...compiler.schedule import Schedule, resolve
 from . import scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
-UNROLL = 8                   # independent accumulators in float reductions
 PARTIALS = 8                 # partial results of a column reduction (one per chunk of rows)
 
 
@@ -190,7 +192,8 @@ class Generator:
         self.buffers[id(node)] = name
         dims = [self.size_text(d) for d in node.shape]
         shape = "(" + "".join(f"{d}, " for d in dims) + ")"
-        return [f"{name} = np.empty({shape}, dtype=np.{node.dtype.np_dtype.name})"]
+        return [f"{name} = np.empty({shape}, dtype=np.{node.dtype.np_dtype.name})",
+                f"advise_huge({name})"]
 
     # --- groups ---------------------------------------------------------------------------
     def group_code(self, group) -> list:
@@ -202,7 +205,8 @@ class Generator:
             name = self.names.fresh("buf")
             self.buffers[id(node)] = name
             dims = [self.size_text(d) for d in node.shape]
-            return [f"{name} = np.ascontiguousarray({src}).reshape(({''.join(d + ', ' for d in dims)}))"]
+            shape = "".join(d + ", " for d in dims)
+            return [f"{name} = np.ascontiguousarray({src}).reshape(({shape}))"]
         if _is_column_reduction(self.schedule, group):
             return self.column_reduce_code(group)
         lines = []
@@ -257,9 +261,6 @@ class Generator:
         Statements that depend only on outer loops above the innermost are hoisted there;
         the rest stay in member order, so a member may use an earlier member's value."""
         body = self.schedule.resolved[id(m)]
-        if (m.kind is NodeKind.REDUCE and m.rshape and body.dtype.is_floating
-                and m.attr in (Combiner.ADD, Combiner.MAX, Combiner.MIN)):
-            return self.unrolled_reduce_code(m, p, names, hoisted, body)
         if m.kind is NodeKind.COMPUTE:
             inner_vars = [ir.axis_var(p + k) for k in range(len(m.shape) - p)]
             extents = list(m.shape[p:])
@@ -308,56 +309,6 @@ class Generator:
         if id(m) in self.scratch_p:
             idx = idx[p:]
         return f"{indent}{self.buffers[id(m)]}[{', '.join(idx) or '()'}] = {value}"
-
-    def unrolled_reduce_code(self, m, p, names, hoisted, body) -> list:
-        """A float ADD/MAX/MIN reduction with UNROLL independent accumulators on its innermost
-        axis, so the loop vectorizes without reassociating (fastmath) anything else."""
-        last = len(m.rshape) - 1
-        base = ir.make(Scalar.VAR, ir.INDEX, (), ("u", 0))
-        copies = [ir.substitute(body, {id(m.raxes[last]): ir.make(Scalar.ADD, ir.INDEX,
-                                                                    (base, ir.index(j)))})
-                  for j in range(UNROLL)]
-        outer_vars = list(ir.axis_vars(p)) + list(m.raxes[:last])
-        em = _Emitter(self, outer_vars + [base])
-        em.names = names
-        values = [em.value(c) for c in copies]
-        for lvl in range(p):
-            hoisted.setdefault(lvl, []).extend(em.take(lvl))
-        out = em.take(p)
-        accs = [self.names.fresh("acc") for _ in range(UNROLL)]
-        for a in accs:
-            out += scalar_code.reduce_init(m.attr, a, body.dtype, self)
-        indent = ""
-        for k in range(last):
-            out.append(f"{indent}for r{k} in range({self.size_text(m.rshape[k])}):")
-            indent += "    "
-            out += [indent + s for s in em.take(p + k + 1)]
-        n = self.size_text(m.rshape[last])
-        blocked = self.names.fresh("nb")
-        out.append(f"{indent}{blocked} = {n} - {n} % {UNROLL}")
-        out.append(f"{indent}for u0 in range(0, {blocked}, {UNROLL}):")
-        out += [indent + "    " + s for s in em.take(p + last + 1)]
-        for a, v in zip(accs, values):
-            out += [indent + "    " + s for s in scalar_code.reduce_step(m.attr, a, v, "u0",
-                                                                            body.dtype)]
-        for key in [k for k, v in names.items() if v[1] > p + last]:
-            del names[key]
-        tail = _Emitter(self, outer_vars + [m.raxes[last]])
-        tail.names = names
-        value = tail.value(body)
-        out.append(f"{indent}for r{last} in range({blocked}, {n}):")
-        out += [indent + "    " + s for s in tail.take(p + last + 1)]
-        out += [indent + "    " + s for s in scalar_code.reduce_step(m.attr, accs[0], value,
-                                                                        f"r{last}", body.dtype)]
-        for key in [k for k, v in names.items() if v[1] > p]:
-            del names[key]
-        while len(accs) > 1:  # pairwise combination of the partial results
-            pairs = []
-            for a, b in zip(accs[0::2], accs[1::2]):
-                out += scalar_code.reduce_step(m.attr, a, b, "0", body.dtype)
-                pairs.append(a)
-            accs = pairs
-        return out + [self.store(m, p, scalar_code.reduce_result(m.attr, accs[0], m.dtype))]
 
     def column_reduce_code(self, group) -> list:
         """A reduction whose innermost output axis is the contiguous memory axis (e.g. a sum

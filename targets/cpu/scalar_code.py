@@ -17,9 +17,12 @@ import numpy as np
 from numba import njit
 
 from ...compiler.ir import Combiner, Scalar
+from .hugepages import advise_huge  # noqa: F401 - called by generated code
+from .reduce_steps import radd, rmax, rmin  # noqa: F401 - called by generated code
 
 __all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "np", "math", "VM_exp", "VM_log",
-           "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p"]
+           "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
+           "advise_huge", "radd", "rmax", "rmin"]
 
 _INLINE = dict(inline="always", error_model="numpy")
 
@@ -179,7 +182,12 @@ def reduce_init(comb: Combiner, acc: str, dtype, gen) -> list:
     return [f"{acc} = {gen.constant(identity_value(comb, dtype), dtype)}"]
 
 
+_VECTOR_STEPS = {Combiner.ADD: "radd", Combiner.MAX: "rmax", Combiner.MIN: "rmin"}
+
+
 def reduce_step(comb: Combiner, acc: str, value: str, index: str, dtype) -> list:
+    if dtype.is_floating and comb in _VECTOR_STEPS:
+        return [f"{acc} = {_VECTOR_STEPS[comb]}({acc}, {value})"]
     if comb is Combiner.ADD:
         return [f"{acc} += {value}"]
     if comb is Combiner.MUL:
