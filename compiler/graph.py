@@ -172,7 +172,8 @@ class Graph:
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         attrs = dict(attrs or {})
-        inputs = list(inputs)
+        inputs = [t._as_graph_tensor() if hasattr(t, "_as_graph_tensor") else t
+                  for t in inputs]
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
                 raise TypeError(f"Input {i} of {op_def.name} must be a Tensor, got {t!r}.")

@@ -85,11 +85,29 @@ def compile_program(program, constants=(), stages: Stages | None = None):
 
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
+    program, constants = drop_unused_constants(program, list(constants))
     schedule = make_schedule(program)
     stages.add("schedule", schedule_text(schedule))
     kernel, source = build_cached(program, lambda: _generate(schedule))
     stages.add("source", source)
     return CompiledCluster(kernel, source, list(constants), stages, schedule)
+
+
+def drop_unused_constants(program, constants: list):
+    """(program, constants) without the constant inputs no node reads any more (e.g. the
+    paddings of a Pad, read while lowering), so the kernel takes only the arrays it uses.
+    Constants are the last inputs; kept inputs keep their positions (and parameter names)."""
+    from .ir import Program, Scalar, walk
+
+    n_user = len(program.inputs) - len(constants)
+    used = {id(n) for n in program.nodes()}
+    for cond, _ in program.checks:
+        used.update(id(e.attr) for e in walk(cond) if e.op is Scalar.LOAD)
+    keep = [k for k in range(len(constants)) if id(program.inputs[n_user + k]) in used]
+    if len(keep) == len(constants):
+        return program, constants
+    inputs = list(program.inputs[:n_user]) + [program.inputs[n_user + k] for k in keep]
+    return (Program(inputs, program.outputs, program.checks), [constants[k] for k in keep])
 
 
 def _generate(schedule) -> str:

@@ -84,7 +84,14 @@ def decide_inlining(program: ir.Program):
         if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE):
             must.update(id(p) for p in n.inputs)
     inline, notes = set(), []
+    total_cost: dict = {}   # id -> (ops, transcendental) of the body with inlined producers
     for n in nodes:
+        own, transcendental = _body_cost(n)
+        for p, _ in _loads(n):
+            if id(p) in inline:
+                c, t = total_cost[id(p)]
+                own, transcendental = own + c, transcendental or t
+        total_cost[id(n)] = (own, transcendental)
         if n.kind is not NodeKind.COMPUTE or id(n) in must:
             if n.kind is NodeKind.COMPUTE and id(n) in outputs:
                 notes.append(f"{n.name}: materialized (program output)")
@@ -92,12 +99,13 @@ def decide_inlining(program: ir.Program):
                 notes.append(f"{n.name}: materialized (read by a BLAS call or a view)")
             continue
         users = consumers[id(n)]
-        cost, transcendental = _body_cost(n)
-        if len(users) > 1 and (transcendental or cost > _EXPENSIVE_BODY):
+        cost, transcendental = total_cost[id(n)]
+        reads = {(id(u), idx) for u in users for p, idx in _loads(u) if p is n}
+        if (len(users) > 1 or len(reads) > 1) and (transcendental or cost > _EXPENSIVE_BODY):
             names = ", ".join(u.name for u in users)
-            notes.append(f"{n.name}: materialized, not fused into {names} (read by "
-                         f"{len(users)} consumers and costly to recompute: {cost} ops"
-                         f"{', transcendental' if transcendental else ''})")
+            notes.append(f"{n.name}: materialized, not fused into {names} (read at "
+                         f"{len(reads)} places by {len(users)} consumers and costly to "
+                         f"recompute: {cost} ops{', transcendental' if transcendental else ''})")
             continue
         inline.add(id(n))
         notes.append(f"{n.name}: fused into {', '.join(u.name for u in users)}")

@@ -22,18 +22,19 @@ from .. import dtypes as _dtypes
 from .graph import Graph, Tensor
 
 
-def array_key(a: np.ndarray):
-    return (a.dtype.char, tuple(d == 1 for d in a.shape))
+def array_key(a: np.ndarray, exact: bool = False):
+    return (a.dtype.char, a.shape if exact else tuple(d == 1 for d in a.shape))
 
 
-def signature_of(args, kwargs, static_names) -> tuple:
+def signature_of(args, kwargs, static_names, exact_shapes: bool = False) -> tuple:
     """The cache key for a call (raises TypeError for unsupported argument types)."""
     key = []
     for a in args:
-        key.append(_arg_key(a))
+        key.append(_arg_key(a, exact_shapes))
     for k in sorted(kwargs):
         v = kwargs[k]
-        key.append((k, _arg_key(v) if k not in static_names else ("static", _hashable(v))))
+        key.append((k, _arg_key(v, exact_shapes) if k not in static_names
+                    else ("static", _hashable(v))))
     return tuple(key)
 
 
@@ -45,15 +46,15 @@ def _hashable(v):
         return repr(v)
 
 
-def _arg_key(a):
+def _arg_key(a, exact=False):
     if isinstance(a, np.ndarray):
-        return array_key(a)
+        return array_key(a, exact)
     if isinstance(a, (bool, int, float, complex, str, type(None))):
         return (type(a).__name__, a)
     if isinstance(a, np.generic):
         return (a.dtype.char, a.item())
     if isinstance(a, (list, tuple)):
-        return (type(a).__name__, tuple(_arg_key(x) for x in a))
+        return (type(a).__name__, tuple(_arg_key(x, exact) for x in a))
     raise TypeError(f"flowjit.jit cannot take an argument of type {type(a).__name__}; pass "
                     "NumPy arrays or Python scalars.")
 
@@ -66,23 +67,33 @@ class Trace:
     outputs: list               # output Tensors (flattened)
     template: object            # how to rebuild the result structure
     constants: list             # non-tensor outputs, by template position
+    writebacks: list = dataclasses.field(default_factory=list)
+    # (placeholder index, output index): arguments the function mutated; the output holds
+    # the final contents to copy back into the caller's array
 
 
-def trace(fn, args, kwargs, static_names=()) -> Trace:
-    """Call fn with placeholders for its array arguments inside a new graph."""
+def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trace:
+    """Call fn with traced arrays (np_array.TracedArray over placeholders) for its array
+    arguments inside a new graph. Sizes are unknown except 1s, or all known with
+    `exact_shapes`; np_array.GraphBreak / NeedsStaticShapes propagate to the caller."""
     from ..ops.basic_ops import placeholder
+    from . import np_functions  # noqa: F401 - installs TracedArray's methods
+    from .np_array import TracedArray, _Buffer
+    from .np_module import traced_copy
 
     graph = Graph()
-    placeholders, specs = [], []
+    placeholders, specs, buffers = [], [], []
 
     def abstract(a, name):
         if isinstance(a, np.ndarray):
             dtype = _dtypes.as_dtype(a.dtype)
-            shape = [1 if d == 1 else None for d in a.shape]
+            shape = list(a.shape) if exact_shapes else [1 if d == 1 else None
+                                                        for d in a.shape]
             t = placeholder(dtype, shape, name=name)
+            buffers.append(_Buffer(t, arg=len(placeholders)))
             placeholders.append(t)
             specs.append((dtype, tuple(shape)))
-            return t
+            return TracedArray(buffers[-1])
         if isinstance(a, (list, tuple)):
             return type(a)(abstract(x, f"{name}_{i}") for i, x in enumerate(a))
         return a
@@ -90,10 +101,15 @@ def trace(fn, args, kwargs, static_names=()) -> Trace:
     with graph.as_default():
         t_args = [abstract(a, f"arg{i}") for i, a in enumerate(args)]
         t_kwargs = {k: (v if k in static_names else abstract(v, k)) for k, v in kwargs.items()}
-        result = fn(*t_args, **t_kwargs)
+        result = traced_copy(fn)(*t_args, **t_kwargs)
         outputs, constants = [], []
         template = _flatten(result, outputs, constants)
-    return Trace(graph, placeholders, specs, outputs, template, constants)
+        writebacks = []
+        for buf in buffers:
+            if buf.version:
+                writebacks.append((buf.arg, len(outputs)))
+                outputs.append(buf.tensor)
+    return Trace(graph, placeholders, specs, outputs, template, constants, writebacks)
 
 
 def _flatten(x, outputs, constants):
@@ -104,6 +120,9 @@ def _flatten(x, outputs, constants):
         return ("t", len(outputs) - 1)
     if isinstance(x, dict):
         return ("dict", [(k, _flatten(v, outputs, constants)) for k, v in x.items()])
+    if isinstance(x, np.ndarray):   # a constant array: still an output array of its own
+        constants.append(x.copy())
+        return ("c", len(constants) - 1)
     if isinstance(x, (list, tuple)):
         return (type(x), [_flatten(v, outputs, constants) for v in x])
     constants.append(x)
@@ -116,7 +135,8 @@ def rebuild(template, values, constants):
     if kind == "t":
         return values[template[1]]
     if kind == "c":
-        return constants[template[1]]
+        c = constants[template[1]]
+        return c.copy() if isinstance(c, np.ndarray) else c
     if kind == "dict":
         return {k: rebuild(v, values, constants) for k, v in template[1]}
     return kind(rebuild(v, values, constants) for v in template[1])

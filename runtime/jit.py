@@ -8,6 +8,15 @@ the Session executor with reference kernels (logged once, with the reason).
 
 Every compile is logged on the `flowjit.jit` logger with its reason (first call, or which
 part of the signature changed).  `f.lower(*args)` returns the text of every stage.
+
+Ordinary NumPy functions trace too (compiler/np_array.py): when the code reads an array's
+size (`x.shape[0]`, `len(x)`, an in-place slice update) the function is retraced with exact
+sizes and from then on compiles per shape (logged once). Arguments the function mutates
+are written back after each call. When tracing meets something it cannot represent (a
+GraphBreak: `if` on a traced value, `float(x)`, an unsupported NumPy function, ...), the
+function runs as plain Python for that signature, with one warning naming the construct and
+the line (as torch.compile reports graph breaks); `fallback=False` raises
+`errors.UnimplementedError` instead.
 """
 
 from __future__ import annotations
@@ -18,9 +27,10 @@ import logging
 import numpy as np
 
 from ..compiler.lowering import NotLowerable
+from ..compiler.np_array import GraphBreak, NeedsStaticShapes
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnimplementedError
 
 log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
@@ -40,7 +50,8 @@ class _Compiled:
     """An entry that runs one compiled kernel."""
 
     __slots__ = ("kernel", "constants", "template", "out_constants", "cluster", "trace",
-                 "single")
+                 "single", "writebacks")
+    python = False
 
     def __init__(self, cluster, tr):
         self.kernel = cluster.kernel
@@ -49,7 +60,9 @@ class _Compiled:
         self.out_constants = tr.constants
         self.cluster = cluster
         self.trace = tr
-        self.single = self.template == ("t", 0) and not self.out_constants
+        self.writebacks = tr.writebacks
+        self.single = self.template == ("t", 0) and not self.out_constants \
+            and not self.writebacks
 
     def __call__(self, arrays):
         try:
@@ -58,11 +71,15 @@ class _Compiled:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
         if self.single:
             return outs[0]
+        for arg, out in self.writebacks:
+            np.copyto(arrays[arg], outs[out], casting="unsafe")
         return rebuild(self.template, list(outs), self.out_constants)
 
 
 class _Interpreted:
     """An entry that runs the traced graph with the reference kernels."""
+
+    python = False
 
     def __init__(self, tr, reason: str):
         from .session import Session
@@ -75,15 +92,33 @@ class _Interpreted:
         feeds = dict(zip(self.trace.placeholders, arrays))
         outs = self.session.run(self.trace.outputs, feeds)
         outs = [np.asarray(o) if np.ndim(o) == 0 else o for o in outs]
+        for arg, out in self.trace.writebacks:
+            np.copyto(arrays[arg], outs[out], casting="unsafe")
         return rebuild(self.trace.template, outs, self.trace.constants)
 
 
-def _arrays(args, kwargs, static_names):
+class _Python:
+    """An entry that runs the function as plain Python (after a graph break)."""
+
+    python = True
+
+    def __init__(self, fn, reason: str):
+        self.fn = fn
+        self.reason = reason
+        self.trace = None
+
+    def __call__(self, args):
+        return self.fn(*args)
+
+
+def _arrays(args, kwargs, static_names, originals=None):
     flat = []
 
     def visit(a):
         if isinstance(a, np.ndarray):
             flat.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+            if originals is not None:
+                originals.append(a)
         elif isinstance(a, (list, tuple)):
             for x in a:
                 visit(x)
@@ -99,9 +134,11 @@ def _arrays(args, kwargs, static_names):
 class JitFunction:
     """A traced-and-compiled version of a Python function (see `flowjit.jit`)."""
 
-    def __init__(self, fn, static_argnames=()):
+    def __init__(self, fn, static_argnames=(), fallback=True):
         self.fn = fn
         self.static_argnames = frozenset(static_argnames or ())
+        self.fallback = fallback
+        self.exact_shapes = False   # set once the function reads sizes (NumPy-style code)
         self._entries: dict = {}
         self.compile_count = 0
         functools.update_wrapper(self, fn)
@@ -110,19 +147,33 @@ class JitFunction:
         if not kwargs:
             # fast path: positional C-contiguous arrays (the common call), keyed cheaply
             try:
-                key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape)))
-                             for a in args if a.flags.c_contiguous])
+                if self.exact_shapes:
+                    key = tuple([(a.dtype.char, a.shape) for a in args
+                                 if a.flags.c_contiguous])
+                else:
+                    key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape)))
+                                 for a in args if a.flags.c_contiguous])
             except AttributeError:
                 key = None
             if key is not None and len(key) == len(args):
                 entry = self._entries.get(key)
                 if entry is not None:
                     return entry(args)
-        key = signature_of(args, kwargs, self.static_argnames)
+        key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._build(key, args, kwargs)
-        return entry(_arrays(args, kwargs, self.static_argnames))
+            entry, key = self._build(key, args, kwargs)
+        if entry.python:
+            return self.fn(*args, **kwargs)
+        originals: list = []
+        arrays = _arrays(args, kwargs, self.static_argnames, originals)
+        if not getattr(entry.trace, "writebacks", None):
+            return entry(arrays)
+        result = entry(arrays)
+        for arg, _ in entry.trace.writebacks:
+            if arrays[arg] is not originals[arg]:
+                np.copyto(originals[arg], arrays[arg])
+        return result
 
     def _reason(self, key) -> str:
         if not self._entries:
@@ -136,9 +187,34 @@ class JitFunction:
                 return "new signature (" + "; ".join(diffs) + ")"
         return "new signature"
 
+    def _trace(self, key, args, kwargs):
+        """(trace or None, key): retraces with exact sizes when the code reads them; None
+        (a graph break) when the function must run as plain Python."""
+        try:
+            return trace(self.fn, args, kwargs, self.static_argnames, self.exact_shapes), key
+        except NeedsStaticShapes as e:
+            if self.exact_shapes:
+                raise
+            self.exact_shapes = True
+            self._entries.clear()
+            log.info("flowjit.jit: %s reads array sizes (%s); compiling per shape",
+                     self.__name__, e)
+            key = signature_of(args, kwargs, self.static_argnames, True)
+            return self._trace(key, args, kwargs)
+
     def _build(self, key, args, kwargs):
         reason = self._reason(key)
-        tr = trace(self.fn, args, kwargs, self.static_argnames)
+        try:
+            tr, key = self._trace(key, args, kwargs)
+        except GraphBreak as e:
+            if not self.fallback:
+                raise UnimplementedError(None, None, f"flowjit.jit cannot trace "
+                                         f"{self.__name__}: {e}") from None
+            log.warning("flowjit.jit: graph break in %s: %s; running it as plain Python",
+                        self.__name__, e)
+            entry = _Python(self.fn, str(e))
+            self._entries[key] = entry
+            return entry, key
         ops = [op for op in tr.graph.get_operations() if op.type != "Placeholder"]
         try:
             cluster = compile_cluster(ops, tr.placeholders, tr.specs, tr.outputs,
@@ -151,12 +227,12 @@ class JitFunction:
                         self.__name__, e, reason)
         self.compile_count += 1
         self._entries[key] = entry
-        return entry
+        return entry, key
 
     def lower(self, *args, **kwargs):
         """Everything the compiler did for these arguments: a `Lowered` report."""
-        key = signature_of(args, kwargs, self.static_argnames)
-        entry = self._entries.get(key) or self._build(key, args, kwargs)
+        key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
+        entry = self._entries.get(key) or self._build(key, args, kwargs)[0]
         return Lowered(entry)
 
 
@@ -169,6 +245,11 @@ class Lowered:
             self.stages = entry.cluster.stages
             self.source = entry.cluster.source
             self.compiled = True
+        elif isinstance(entry, _Python):
+            self.stages = Stages()
+            self.stages.add("not traced", f"runs as plain Python: {entry.reason}")
+            self.source = None
+            self.compiled = False
         else:
             self.stages = Stages()
             self.stages.add("graph", graph_text(entry.trace.graph))
@@ -188,12 +269,16 @@ class Lowered:
         return str(self.stages)
 
 
-def jit(fn=None, *, static_argnames=()):
-    """Compile `fn` (Python code using flowjit ops) on first call per signature.
+def jit(fn=None, *, static_argnames=(), fallback=True):
+    """Compile `fn` on first call per signature: Python code using flowjit ops, or ordinary
+    NumPy code (np.* functions, methods, operators, indexing, in-place updates).
 
     Usable as `@jit`, `@jit(static_argnames=("n",))` or `jit(fn)`.  Arrays are abstract
-    (dtype and rank); Python scalars and `static_argnames` are baked in.
+    (dtype and rank; exact sizes once the code reads them); Python scalars and
+    `static_argnames` are baked in. Arguments the function mutates are written back. With
+    `fallback=True` (the default) a function tracing cannot represent runs as plain Python,
+    with one warning saying why; `fallback=False` raises `errors.UnimplementedError`.
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnames)
-    return JitFunction(fn, static_argnames)
+        return lambda f: JitFunction(f, static_argnames, fallback)
+    return JitFunction(fn, static_argnames, fallback)

@@ -137,7 +137,7 @@ def test_corrupt_object_code_is_rebuilt(filled, tmp_path):
     entry, _ = _copy(root, tmp_path / "c")
     _damage(os.path.join(entry, "kernel.o"), "flip")
     rebuilt = run_worker(tmp_path / "c")
-    assert rebuilt["ok"]
+    assert rebuilt["ok"], rebuilt
     assert rebuilt["stats"]["rejected"] == 1 and rebuilt["stats"]["stores"] == 1
     assert "discarding invalid entry" in rebuilt["log"]
     again = run_worker(tmp_path / "c")

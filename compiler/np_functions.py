@@ -1,0 +1,448 @@
+"""NumPy functions, methods and operators on traced arrays.
+
+`FUNCTIONS` maps each supported NumPy function to its traced implementation; it is what
+`TracedArray.__array_function__` dispatches on (anything else is a GraphBreak naming the
+function) and the published list of supported functions (docs/numpy_support.md).
+`install(TracedArray)` adds the ndarray methods (`.sum()`, `.reshape()`, `.astype()`, ...)
+and Python operators (each operator is its ufunc, so promotion and in-place casting rules
+are NumPy's: `a += 1.5` on an int array raises as NumPy does).
+
+Shape manipulation keeps NumPy's view semantics where they are observable: transpose,
+swapaxes, moveaxis, squeeze, expand_dims, flip and a reshape NumPy would do without copying
+return views (writes through them reach the base array); ravel of a non-contiguous view,
+flatten, copy and astype return new arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import np_linalg as la
+from . import np_reductions as red
+from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+from .np_ufuncs import _dummy, call
+
+
+def _traced(x) -> TracedArray:
+    return red._traced(x)
+
+
+def _result_dtype(values):
+    return np.result_type(*[_dummy(v) for v in values])
+
+
+# --- shape manipulation -------------------------------------------------------------------
+def transpose(a, axes=None):
+    a = _traced(a)
+    perm = list(range(a.ndim))[::-1] if axes is None else \
+        [int(p) % max(a.ndim, 1) for p in axes]
+    if len(perm) != a.ndim or sorted(perm) != list(range(a.ndim)):
+        raise ValueError("axes don't match array")
+    return a._view(lambda t: api().transpose(t, perm), lambda p: np.transpose(p, perm))
+
+
+def swapaxes(a, axis1, axis2):
+    a = _traced(a)
+    perm = list(range(a.ndim))
+    i, j = red.normalize_axes(axis1, a.ndim)[0], red.normalize_axes(axis2, a.ndim)[0]
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    a = _traced(a)
+    src = [int(s) % a.ndim for s in np.atleast_1d(source)]
+    dst = [int(d) % a.ndim for d in np.atleast_1d(destination)]
+    rest = [k for k in range(a.ndim) if k not in src]
+    out = [None] * a.ndim
+    for s, d in zip(src, dst):
+        out[d] = s
+    it = iter(rest)
+    return transpose(a, [o if o is not None else next(it) for o in out])
+
+
+def _new_shape(size: int, shape) -> list:
+    shape = [int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,))]
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        shape[unknown[0]] = size // known
+    elif known != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+    return shape
+
+
+def reshape(a, *shape, order="C", newshape=None, copy=None):
+    a = _traced(a)
+    if order != "C":
+        raise GraphBreak(f"reshape(order={order!r})")
+    if newshape is not None:
+        shape = (newshape,)
+    shape = shape[0] if len(shape) == 1 else shape
+    target = _new_shape(a.size, shape)
+    if a._chain:
+        view = a._positions().reshape(target)
+        if not np.shares_memory(view, a._buf.positions()):
+            return wrap(api().reshape(a._as_graph_tensor(), target))
+    return a._view(lambda t: api().reshape(t, target), lambda p: p.reshape(target))
+
+
+def ravel(a, order="C"):
+    return reshape(a, -1, order=order)
+
+
+def flatten(a, order="C"):
+    a = _traced(a)
+    return wrap(api().reshape(a._as_graph_tensor(), [-1]))
+
+
+def squeeze(a, axis=None):
+    a = _traced(a)
+    if axis is None:
+        axes = [k for k, d in enumerate(a.shape) if d == 1]
+    else:
+        axes = list(red.normalize_axes(axis, a.ndim))
+        if any(a.shape[k] != 1 for k in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal "
+                             "to one")
+    if not axes:
+        return a._view(lambda t: t, lambda p: p)
+    return a._view(lambda t: api().squeeze(t, axes), lambda p: np.squeeze(p, tuple(axes)))
+
+
+def expand_dims(a, axis):
+    a = _traced(a)
+    axes = red.normalize_axes(axis, a.ndim + len(np.atleast_1d(axis)))
+    key = tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes)))
+    return a[key]
+
+
+def flip(m, axis=None):
+    m = _traced(m)
+    axes = list(red.normalize_axes(axis, m.ndim))
+    key = tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(m.ndim))
+    return m[key]
+
+
+def copy(a, order="K", subok=False):
+    return wrap(_traced(a)._as_graph_tensor())
+
+
+def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    a = _traced(a)
+    dtype = np.dtype(dtype)
+    if not np.can_cast(a.dtype, dtype, casting):
+        raise TypeError(f"Cannot cast array data from {a.dtype!r} to {dtype!r} according to "
+                        f"the rule {casting!r}")
+    return wrap(to_tensor(a, dtype))
+
+
+def roll(a, shift, axis=None):
+    tf = api()
+    a = _traced(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    t = a._as_graph_tensor()
+    shifts = np.broadcast_to(shift, np.shape(axis)) if np.ndim(axis) else [shift]
+    for s, ax in zip(shifts, np.atleast_1d(axis)):
+        ax = red.normalize_axes(int(ax), a.ndim)[0]
+        n = a.shape[ax]
+        s = int(s) % n if n else 0
+        if s:
+            tail = [slice(None)] * a.ndim
+            head = [slice(None)] * a.ndim
+            tail[ax], head[ax] = slice(n - s, n), slice(0, n - s)
+            t = tf.concat([tf.tensor_getitem(t, tuple(tail)), tf.tensor_getitem(t, tuple(head))],
+                          ax)
+    return wrap(t)
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    tf = api()
+    arrays = list(arrays)
+    dt = np.dtype(dtype) if dtype is not None else _result_dtype(arrays)
+    tensors = [to_tensor(x, dt) for x in arrays]
+    if axis is None:
+        tensors, axis = [tf.reshape(t, [-1]) for t in tensors], 0
+    rank = tensors[0].shape.ndims
+    if rank == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = red.normalize_axes(axis, rank)[0]
+    return _finish(wrap(tf.concat(tensors, axis)), out)
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    tf = api()
+    arrays = list(arrays)
+    dt = np.dtype(dtype) if dtype is not None else _result_dtype(arrays)
+    tensors = [to_tensor(x, dt) for x in arrays]
+    axis = red.normalize_axes(axis, tensors[0].shape.ndims + 1)[0]
+    return _finish(wrap(tf.stack(tensors, axis)), out)
+
+
+def _atleast(x, n):
+    x = _traced(x)
+    while x.ndim < n:
+        x = x[None] if n != 3 or x.ndim != 2 else x[..., None]
+    return x
+
+
+def vstack(tup, dtype=None, casting="same_kind"):
+    return concatenate([_atleast(x, 2) for x in tup], 0, dtype=dtype)
+
+
+def hstack(tup, dtype=None, casting="same_kind"):
+    arrs = [_atleast(x, 1) for x in tup]
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype=dtype)
+
+
+def column_stack(tup):
+    return concatenate([_atleast(x, 1)[:, None] if _atleast(x, 1).ndim == 1 else x
+                        for x in tup], 1)
+
+
+def _finish(result, out):
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+# --- selection and elementwise helpers ------------------------------------------------------
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise GraphBreak("np.where(condition) with one argument",
+                         "the number of results depends on the data")
+    tf = api()
+    dt = np.where(np.empty(0, bool), _dummy(x), _dummy(y)).dtype
+    c = to_tensor(condition, np.dtype(bool))
+    return wrap(tf.where_v2(c, to_tensor(x, dt), to_tensor(y, dt)))
+
+
+def clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    if "min" in kwargs or "max" in kwargs:
+        a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
+    r = a
+    if a_min is not None:
+        r = call(np.maximum, (r, a_min))
+    if a_max is not None:
+        r = call(np.minimum, (r, a_max))
+    return _finish(r if isinstance(r, TracedArray) else _traced(r), out)
+
+
+def _like(fill):
+    def build(a, dtype=None, order="K", subok=True, shape=None, device=None, *rest, **kw):
+        tf = api()
+        a = _traced(a)
+        dt = np.dtype(dtype) if dtype is not None else a.dtype
+        shp = list(shape) if shape is not None else list(a.shape)
+        value = fill if fill is not None else (rest[0] if rest else kw.get("fill_value"))
+        return wrap(tf.fill(shp, tf.constant(np.array(value).astype(dt))))
+    return build
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
+    return _like(None)(a, dtype, order, subok, shape, device, fill_value)
+
+
+def tri_mask(m, k, upper):
+    n_rows, n_cols = m.shape[-2], m.shape[-1]
+    return ~np.tri(n_rows, n_cols, k - 1, dtype=bool) if upper else \
+        np.tri(n_rows, n_cols, k, dtype=bool)
+
+
+def _triangle(upper):
+    def build(m, k=0):
+        tf = api()
+        m = _traced(m)
+        mask = tf.constant(tri_mask(m, k, upper))
+        t = m._as_graph_tensor()
+        return wrap(tf.where_v2(mask, t, tf.zeros_like(t)))
+    return build
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    if prepend is not None or append is not None:
+        raise GraphBreak("np.diff with prepend/append")
+    a = _traced(a)
+    ax = red.normalize_axes(axis, a.ndim)[0]
+    for _ in range(n):
+        hi = tuple(slice(1, None) if k == ax else slice(None) for k in range(a.ndim))
+        lo = tuple(slice(None, -1) if k == ax else slice(None) for k in range(a.ndim))
+        a = call(np.not_equal if a.dtype == bool else np.subtract, (a[hi], a[lo]))
+    return a
+
+
+def around(a, decimals=0, out=None):
+    if decimals == 0:
+        return _finish(call(np.rint, (a,)), out)
+    scale = 10.0 ** decimals
+    return _finish(call(np.true_divide, (call(np.rint, (call(np.multiply, (a, scale)),)),
+                                         scale)), out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    diff_ = call(np.absolute, (call(np.subtract, (a, b)),))
+    bound = call(np.add, (atol, call(np.multiply, (rtol, call(np.absolute, (b,))))))
+    r = call(np.logical_or, (call(np.less_equal, (diff_, bound)), call(np.equal, (a, b))))
+    if equal_nan:
+        both = call(np.logical_and, (call(np.isnan, (a,)), call(np.isnan, (b,))))
+        r = call(np.logical_or, (r, both))
+    return r
+
+
+def broadcast_to(array, shape, subok=False):
+    return wrap(api().broadcast_to(_traced(array)._as_graph_tensor(), list(shape)))
+
+
+def _moved(fn):
+    """Pure data movement done by NumPy on the positions array: one gather."""
+    def build(a, *args, **kwargs):
+        tf = api()
+        a = _traced(a)
+        positions = fn(a._positions(), *args, **kwargs)
+        flat = tf.reshape(a._buf.tensor, [-1])
+        table = tf.constant(np.ascontiguousarray(positions).reshape(-1))
+        return wrap(tf.reshape(tf.gather(flat, table), list(positions.shape)))
+    return build
+
+
+def _shape_of(a):
+    return _traced(a).shape
+
+
+FUNCTIONS = {
+    np.sum: lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
+        red.reduce("sum", a, axis, dtype, keepdims, out, **kw),
+    np.prod: lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
+        red.reduce("prod", a, axis, dtype, keepdims, out, **kw),
+    np.mean: lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
+        red.reduce("mean", a, axis, dtype, keepdims, out, **kw),
+    np.max: lambda a, axis=None, out=None, keepdims=False, **kw:
+        red.reduce("max", a, axis, None, keepdims, out, **kw),
+    np.min: lambda a, axis=None, out=None, keepdims=False, **kw:
+        red.reduce("min", a, axis, None, keepdims, out, **kw),
+    np.any: lambda a, axis=None, out=None, keepdims=False, **kw:
+        red.reduce("any", a, axis, None, keepdims, out, **kw),
+    np.all: lambda a, axis=None, out=None, keepdims=False, **kw:
+        red.reduce("all", a, axis, None, keepdims, out, **kw),
+    np.var: red.var, np.std: lambda *a, **k: red.var(*a, std=True, **k),
+    np.argmax: red.arg_extreme,
+    np.argmin: lambda a, axis=None, out=None, keepdims=False:
+        red.arg_extreme(a, axis, out, keepdims, largest=False),
+    np.cumsum: red.cumulative,
+    np.cumprod: lambda a, axis=None, dtype=None, out=None:
+        red.cumulative(a, axis, dtype, out, product=True),
+    np.linalg.norm: red.norm,
+    np.matmul: lambda a, b, **kw: la.matmul(a, b), np.dot: la.dot, np.vdot: la.vdot,
+    np.inner: la.inner, np.outer: la.outer, np.einsum: la.einsum,
+    np.transpose: transpose, np.swapaxes: swapaxes, np.moveaxis: moveaxis,
+    np.reshape: reshape, np.ravel: ravel, np.squeeze: squeeze, np.expand_dims: expand_dims,
+    np.flip: flip, np.copy: copy, np.roll: roll, np.concatenate: concatenate,
+    np.stack: stack, np.vstack: vstack, np.hstack: hstack, np.column_stack: column_stack,
+    np.where: where, np.clip: clip, np.zeros_like: _like(0), np.ones_like: _like(1),
+    np.empty_like: _like(0), np.full_like: full_like, np.tril: _triangle(False),
+    np.triu: _triangle(True), np.diff: diff, np.round: around, np.around: around,
+    np.isclose: isclose, np.broadcast_to: broadcast_to, np.shape: _shape_of,
+    np.ndim: lambda a: _traced(a).ndim, np.size: lambda a, axis=None:
+        _traced(a).size if axis is None else _traced(a).shape[axis],
+    np.diagonal: _moved(np.diagonal), np.diag: _moved(np.diag), np.trace: lambda a, *r, **k:
+        red.reduce("sum", _moved(np.diagonal)(a, *r, **k), -1),
+    np.repeat: _moved(np.repeat), np.tile: _moved(np.tile), np.rot90: _moved(np.rot90),
+    np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud),
+    np.atleast_1d: lambda *a: _atleast(a[0], 1) if len(a) == 1 else [_atleast(x, 1) for x in a],
+    np.atleast_2d: lambda *a: _atleast(a[0], 2) if len(a) == 1 else [_atleast(x, 2) for x in a],
+}
+
+
+def apply_function(func, args, kwargs):
+    """The body of `TracedArray.__array_function__`."""
+    impl = FUNCTIONS.get(func)
+    if impl is None:
+        raise GraphBreak(f"np.{getattr(func, '__name__', func)} (not supported by flowjit's "
+                         "NumPy tracing)")
+    return impl(*args, **kwargs)
+
+
+# --- methods and operators ------------------------------------------------------------------
+def _method(func):
+    impl = FUNCTIONS[func]
+
+    def method(self, *args, **kwargs):
+        return impl(self, *args, **kwargs)
+    method.__name__ = func.__name__
+    method.__doc__ = f"`ndarray.{func.__name__}` traced (see np.{func.__name__})."
+    return method
+
+
+_METHODS = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min,
+            "any": np.any, "all": np.all, "var": np.var, "std": np.std, "argmax": np.argmax,
+            "argmin": np.argmin, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot,
+            "swapaxes": np.swapaxes, "ravel": np.ravel, "squeeze": np.squeeze, "clip": np.clip,
+            "round": np.round, "repeat": np.repeat, "diagonal": np.diagonal,
+            "trace": np.trace}
+
+
+def _reshape_method(self, *shape, order="C"):
+    return reshape(self, *shape, order=order)
+
+
+def _transpose_method(self, *axes):
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return transpose(self, axes or None)
+
+
+def _inplace(ufunc):
+    def method(self, other):
+        result = call(ufunc, (self, other))
+        if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+            raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from "
+                            f"{result.dtype!r} to {self.dtype!r} with casting rule "
+                            "'same_kind'")
+        self[...] = result
+        return self
+    return method
+
+
+_OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+              "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+              "eq": np.equal, "ne": np.not_equal, "and": np.logical_and,
+              "or": np.logical_or, "xor": np.logical_xor}
+_REFLECTED = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
+_INPLACE = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
+
+
+def install(cls) -> None:
+    """Add ndarray's methods and operators to `cls` (TracedArray)."""
+    for name, func in _METHODS.items():
+        setattr(cls, name, _method(func))
+    cls.reshape = _reshape_method
+    cls.transpose = _transpose_method
+    cls.flatten = flatten
+    cls.copy = copy
+    cls.astype = astype
+    cls.fill = lambda self, value: self.__setitem__(Ellipsis, value)
+    for name, ufunc in _OPERATORS.items():
+        setattr(cls, f"__{name}__", lambda self, o, u=ufunc: call(u, (self, o)))
+        if name in _REFLECTED:
+            setattr(cls, f"__r{name}__", lambda self, o, u=ufunc: call(u, (o, self)))
+        if name in _INPLACE:
+            setattr(cls, f"__i{name}__", _inplace(ufunc))
+    cls.__matmul__ = lambda self, o: la.matmul(self, o)
+    cls.__rmatmul__ = lambda self, o: la.matmul(o, self)
+    cls.__imatmul__ = lambda self, o: self.__setitem__(Ellipsis, la.matmul(self, o)) or self
+    cls.__neg__ = lambda self: call(np.negative, (self,))
+    cls.__pos__ = lambda self: call(np.positive, (self,))
+    cls.__abs__ = lambda self: call(np.absolute, (self,))
+    cls.__invert__ = lambda self: call(np.logical_not, (self,)) if self.dtype == bool else \
+        (_ for _ in ()).throw(GraphBreak("~ on an integer array (bitwise not)"))
+
+
+install(TracedArray)
+__all__ = ["FUNCTIONS", "apply_function", "install", "as_tensor"]

@@ -1,0 +1,189 @@
+"""Indexing traced arrays as NumPy does: reads, views, and in-place writes.
+
+Reads
+- A basic key (ints, slices with any step, None/np.newaxis, Ellipsis) gives a VIEW: a
+  StridedSlice applied to the buffer's current value, so later writes through either side
+  are seen by the other, as in NumPy.
+- A key with static advanced parts (lists or NumPy arrays of ints or bools) gives a copy:
+  NumPy itself indexes the buffer's array of element positions with the same key, so every
+  rule of advanced indexing (broadcasting of index arrays, where the advanced axes go,
+  negative indices, IndexError) is NumPy's; the result is one gather of those positions.
+- A traced integer array on one axis is a Gather (negative indices wrap); a traced boolean
+  mask has a data-dependent size, which is a GraphBreak.
+
+Writes (`a[key] = v`, and so `a[key] += v`)
+- The positions written are NumPy's positions for the key (static keys); the value is
+  broadcast to their shape and cast to the array's dtype as NumPy's setitem casts.
+- When they form a box of the buffer (any basic key with step 1, the stencil case), the new
+  value is `where(pad(True), pad(v), old)`: pure index arithmetic that the compiler fuses.
+  Otherwise a constant table maps each element to the value element written there (the last
+  write wins for repeated indices, as NumPy's assignment does).
+- `a[mask] = scalar` with a traced boolean mask is `where(mask, scalar, a)`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .np_array import (GraphBreak, TracedArray, _Buffer, api, as_tensor, static_dims,
+                       to_tensor, wrap)
+
+_BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def _key_tuple(key) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _is_basic(key: tuple) -> bool:
+    return all(isinstance(k, _BASIC) and not isinstance(k, (bool, np.bool_)) for k in key)
+
+
+def _static_key(key: tuple) -> tuple:
+    """The key with lists turned into arrays; GraphBreak if any part is traced."""
+    out = []
+    for k in key:
+        if as_tensor(k) is not None:
+            raise GraphBreak("indexing with a traced array here")
+        out.append(np.asarray(k) if isinstance(k, list) else k)
+    return tuple(out)
+
+
+def getitem(arr: TracedArray, key):
+    """`arr[key]` (see the module docstring)."""
+    tf = api()
+    key = _key_tuple(key)
+    if _is_basic(key):
+        k = key if len(key) != 1 else key[0]
+        return arr._view(lambda t: tf.tensor_getitem(t, k), lambda p: p[k])
+    traced = [i for i, k in enumerate(key) if as_tensor(k) is not None]
+    if traced:
+        return _dynamic_getitem(arr, key, traced)
+    positions = arr._positions()[_static_key(key)]
+    flat = tf.reshape(arr._buf.tensor, [-1])
+    table = tf.constant(positions.reshape(-1).astype(_index_dtype(positions)))
+    return wrap(tf.reshape(tf.gather(flat, table), list(positions.shape)))
+
+
+def _index_dtype(positions: np.ndarray):
+    return np.int32 if positions.size == 0 or positions.max() < 2**31 - 1 else np.int64
+
+
+def _dynamic_getitem(arr, key, traced):
+    tf = api()
+    if len(traced) != 1 or any(isinstance(k, (type(None), type(Ellipsis))) for k in key):
+        raise GraphBreak("indexing with several traced index arrays (or with None/... "
+                         "beside one)")
+    pos = traced[0]
+    if any(not (isinstance(k, slice) and k == slice(None)) for i, k in enumerate(key)
+           if i != pos):
+        raise GraphBreak("a traced index array combined with other non-':' indices")
+    idx = as_tensor(key[pos])
+    kind = np.dtype(idx.dtype.as_numpy_dtype).kind
+    if kind == "b":
+        raise GraphBreak("boolean-mask indexing with a traced mask",
+                         "the result's size depends on the data; use np.where(mask, x, 0)")
+    if kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    t = arr._as_graph_tensor()
+    n = tf.cast(tf.shape(t)[pos], idx.dtype)
+    wrapped = tf.where_v2(tf.less(idx, tf.zeros_like(idx)), tf.add(idx, n), idx)
+    return wrap(tf.gather(t, wrapped, axis=pos))
+
+
+def setitem(arr: TracedArray, key, value) -> None:
+    """`arr[key] = value`: replaces the buffer's tensor (see the module docstring)."""
+    tf = api()
+    key = _key_tuple(key)
+    dtype = arr.dtype
+    if key == (Ellipsis,) and not arr._chain:
+        v = to_tensor(value, dtype)
+        old = arr._buf.tensor
+        if v.shape.is_fully_defined() and old.shape.is_fully_defined() and \
+                v.shape.as_list() == old.shape.as_list():
+            _replace(arr._buf, v)
+            return
+    mask = [k for k in key if as_tensor(k) is not None]
+    if mask:
+        _masked_setitem(arr, key, value, dtype)
+        return
+    positions = arr._positions()[_static_key(key)]
+    buf = arr._buf
+    root_shape = static_dims(buf.tensor, "writing into an array")
+    v = to_tensor(value, dtype)
+    v_shape = static_dims(v, "the value written") if v.shape.ndims else ()
+    try:
+        np.broadcast_shapes(v_shape, positions.shape)
+    except ValueError:
+        raise ValueError(f"could not broadcast input array from shape {v_shape} into shape "
+                         f"{positions.shape}") from None
+    if positions.size == 0:
+        return
+    if tuple(v_shape) != positions.shape:
+        v = tf.broadcast_to(v, list(positions.shape))
+    box = _box_of(positions, buf.positions())
+    if box is not None:
+        lo, hi = box
+        box_shape = [b - a for a, b in zip(lo, hi)]
+        v = tf.reshape(v, box_shape)
+        if tuple(box_shape) == root_shape:
+            new = v
+        else:
+            pads = [[a, n - b] for a, b, n in zip(lo, hi, root_shape)]
+            inside = tf.pad(tf.ones(box_shape, dtype=tf.bool), pads)
+            new = tf.where_v2(inside, tf.pad(v, pads), buf.tensor)
+    else:
+        size = int(np.prod(root_shape, dtype=np.int64))
+        inverse = np.full(size, -1, dtype=np.int64)
+        inverse[positions.reshape(-1)] = np.arange(positions.size)
+        written = inverse >= 0
+        table = np.where(written, inverse, 0)
+        table = table.astype(_index_dtype(table))
+        gathered = tf.gather(tf.reshape(v, [-1]), tf.constant(table))
+        new = tf.reshape(tf.where_v2(tf.constant(written), gathered, tf.reshape(buf.tensor, [-1])),
+                         list(root_shape))
+    _replace(buf, new)
+
+
+def _box_of(positions: np.ndarray, root_positions: np.ndarray):
+    """(lo, hi) per buffer axis when `positions` (in C order) is exactly a box of the buffer
+    in C order, else None."""
+    coords = np.unravel_index(positions.reshape(-1), root_positions.shape)
+    lo = [int(c.min()) for c in coords]
+    hi = [int(c.max()) + 1 for c in coords]
+    box = root_positions[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    if box.size != positions.size or not np.array_equal(box.reshape(-1),
+                                                        positions.reshape(-1)):
+        return None
+    return lo, hi
+
+
+def _masked_setitem(arr, key, value, dtype) -> None:
+    tf = api()
+    if len(key) != 1:
+        raise GraphBreak("assignment through a traced index combined with other indices")
+    mask = as_tensor(key[0])
+    if np.dtype(mask.dtype.as_numpy_dtype).kind != "b":
+        raise GraphBreak("assignment through a traced integer index array (a scatter)")
+    v = to_tensor(value, dtype)
+    if v.shape.ndims:
+        raise GraphBreak("a[mask] = array with a traced mask",
+                         "the number of elements written depends on the data")
+    current = arr._as_graph_tensor()
+    _write_view(arr, tf.where_v2(mask, tf.broadcast_to(v, tf.shape(current)), current))
+
+
+def _write_view(arr: TracedArray, new_value) -> None:
+    """Replace the whole of view `arr` by `new_value`."""
+    if not arr._chain:
+        _replace(arr._buf, new_value)
+    else:
+        setitem(arr, Ellipsis, wrap(new_value))
+
+
+def _replace(buf: _Buffer, tensor) -> None:
+    buf.tensor = tensor
+    buf.version += 1
+
+
+__all__ = ["getitem", "setitem"]

@@ -1,0 +1,183 @@
+"""NumPy reductions and scans on traced arrays, with NumPy's dtypes and edge cases.
+
+sum/prod/mean accumulate in the dtype NumPy picks (int32 sums in int64, float32 stays
+float32: asked of NumPy on a one-element array); max/min of an empty axis raise NumPy's
+ValueError; argmax/argmin return the first NaN's index when there is one (NumPy's rule,
+not TensorFlow's); var/std take `ddof`; cumsum is a log-step scan of shifted adds, which
+the compiler fuses; norm covers vector and Frobenius norms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.exceptions import AxisError
+
+from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+
+
+def normalize_axes(axis, ndim: int) -> tuple:
+    """NumPy's axis argument as a sorted tuple of non-negative axes (AxisError if bad)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise AxisError(a, ndim)
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _traced(x) -> TracedArray:
+    if isinstance(x, TracedArray):
+        return x
+    t = as_tensor(x)
+    return wrap(t if t is not None else to_tensor(x, np.asarray(x).dtype))
+
+
+_TF = {"sum": "reduce_sum", "prod": "reduce_prod", "max": "reduce_max", "min": "reduce_min",
+       "mean": "reduce_mean", "any": "reduce_any", "all": "reduce_all"}
+
+
+def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwargs):
+    """np.sum/prod/max/min/mean/any/all(x, axis, dtype, keepdims)."""
+    if kwargs.get("where", True) is not True or kwargs.get("initial", None) is not None:
+        raise GraphBreak(f"np.{kind}(..., where=/initial=)")
+    x = _traced(x)
+    tf = api()
+    axes = normalize_axes(axis, x.ndim)
+    sample = np.zeros((1,) * x.ndim, x.dtype)
+    if kind in ("any", "all"):
+        rdt = np.dtype(bool)
+    elif kind in ("max", "min"):
+        rdt = x.dtype
+        t = x._as_graph_tensor()
+        dims = t.shape.as_list() if t.shape.ndims else []
+        if any(dims[a] == 0 for a in axes):
+            raise ValueError(f"zero-size array to reduction operation "
+                             f"{'maximum' if kind == 'max' else 'minimum'} which has no "
+                             "identity")
+    else:
+        rdt = getattr(np, kind)(sample, dtype=dtype).dtype
+    t = to_tensor(x, rdt)
+    if not axes:
+        result = t
+    else:
+        result = getattr(tf, _TF[kind])(t, axis=list(axes), keepdims=bool(keepdims))
+    return _finish(wrap(result), out)
+
+
+def _finish(result, out):
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, std=False, **kwargs):
+    """np.var / np.std."""
+    if kwargs.get("where", True) is not True or kwargs.get("mean") is not None:
+        raise GraphBreak("np.var/np.std with where= or mean=")
+    x = _traced(x)
+    tf = api()
+    axes = normalize_axes(axis, x.ndim)
+    rdt = np.var(np.zeros((1,) * x.ndim, x.dtype), dtype=dtype).dtype
+    t = to_tensor(x, rdt)
+    shape = x.shape
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    mean = tf.reduce_mean(t, axis=list(axes), keepdims=True) if axes else t
+    d = tf.subtract(t, mean)
+    total = tf.reduce_sum(tf.multiply(d, d), axis=list(axes), keepdims=bool(keepdims)) \
+        if axes else tf.multiply(d, d)
+    result = tf.truediv(total, tf.constant(max(count - ddof, 0), dtype=total.dtype))
+    if std:
+        result = tf.sqrt(result)
+    return _finish(wrap(result), out)
+
+
+def arg_extreme(x, axis=None, out=None, keepdims=False, largest=True):
+    """np.argmax / np.argmin, NaN first as NumPy does."""
+    tf = api()
+    x = _traced(x)
+    t = x._as_graph_tensor()
+    if axis is None:
+        t = tf.reshape(t, [-1])
+        ax = 0
+    else:
+        ax = normalize_axes(axis, x.ndim)[0]
+    dims = t.shape.as_list()
+    if dims[ax] == 0:
+        raise ValueError(f"attempt to get {'argmax' if largest else 'argmin'} of an empty "
+                         "sequence")
+    if np.dtype(t.dtype.as_numpy_dtype).kind == "b":
+        t = tf.cast(t, tf.int8)
+    idx = (tf.argmax if largest else tf.argmin)(t, axis=ax, output_type=tf.int64)
+    if t.dtype.is_floating:
+        nan = tf.is_nan(t)
+        first_nan = tf.argmax(tf.cast(nan, tf.int8), axis=ax, output_type=tf.int64)
+        idx = tf.where_v2(tf.reduce_any(nan, axis=ax), first_nan, idx)
+    if keepdims:
+        idx = tf.expand_dims(idx, ax) if axis is not None else tf.reshape(idx, [1] * x.ndim)
+    return _finish(wrap(idx), out)
+
+
+def cumulative(x, axis=None, dtype=None, out=None, product=False):
+    """np.cumsum / np.cumprod: Hillis-Steele scan (ceil(log2 n) shifted combines)."""
+    tf = api()
+    x = _traced(x)
+    t = x._as_graph_tensor()
+    if axis is None:
+        t = tf.reshape(t, [-1])
+        ax = 0
+    else:
+        ax = normalize_axes(axis, x.ndim)[0]
+    fn = np.cumprod if product else np.cumsum
+    rdt = fn(np.zeros(1, x.dtype), dtype=dtype).dtype
+    t = to_tensor(t, rdt)
+    n = t.shape.as_list()[ax]
+    if n is None:
+        raise GraphBreak("cumsum along an axis of unknown size")
+    rank = t.shape.ndims
+    combine = tf.multiply if product else tf.add
+    step = 1
+    while step < n:
+        head = [slice(None)] * rank
+        head[ax] = slice(0, n - step)
+        pads = [[0, 0]] * rank
+        pads[ax] = [step, 0]
+        shifted = tf.pad(tf.tensor_getitem(t, tuple(head)), pads,
+                         constant_values=1 if product else 0)
+        t = combine(t, shifted)
+        step *= 2
+    return _finish(wrap(t), out)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """np.linalg.norm for vector norms (ord None/1/2/inf/-inf/0) and the Frobenius norm."""
+    tf = api()
+    x = _traced(x)
+    rdt = np.result_type(x.dtype, np.float64) if x.dtype.kind in "biu" else x.dtype
+    t = to_tensor(x, rdt)
+    axes = normalize_axes(axis, x.ndim)
+    matrix = len(axes) == 2
+    if matrix and ord not in (None, "fro"):
+        raise GraphBreak(f"np.linalg.norm(ord={ord!r}) of a matrix")
+    kd = bool(keepdims)
+    a = tf.abs(t)
+    if ord in (None, "fro", 2):
+        r = tf.sqrt(tf.reduce_sum(tf.multiply(t, t), axis=list(axes), keepdims=kd))
+    elif ord == 1:
+        r = tf.reduce_sum(a, axis=list(axes), keepdims=kd)
+    elif ord == np.inf:
+        r = tf.reduce_max(a, axis=list(axes), keepdims=kd)
+    elif ord == -np.inf:
+        r = tf.reduce_min(a, axis=list(axes), keepdims=kd)
+    elif ord == 0:
+        r = tf.reduce_sum(tf.cast(tf.not_equal(t, tf.zeros_like(t)), t.dtype),
+                          axis=list(axes), keepdims=kd)
+    else:
+        raise GraphBreak(f"np.linalg.norm(ord={ord!r})")
+    return wrap(r)

@@ -1,0 +1,199 @@
+"""NumPy ufuncs on traced arrays: NumPy's own type resolution, then flowjit graph ops.
+
+`apply_ufunc(ufunc, method, inputs, kwargs)` is what `TracedArray.__array_ufunc__` calls.
+For `__call__`, NumPy itself resolves the loop (`ufunc.resolve_dtypes`, NEP 50: Python
+scalars are weak, 0-d arrays are not) and checks Python scalars against the array dtype by
+running the ufunc on empty arrays, so promotion and its errors are exactly NumPy's; the
+inputs are cast to the loop's dtypes and the op from `UFUNCS` builds the result. `reduce`
+maps add/multiply/maximum/minimum/logical_and/logical_or to reductions. `out=` writes into
+a traced array (or raises for a NumPy one); `where=`, `casting=`, other methods
+(`accumulate`, `outer`, `at`) and ufuncs not in the table raise GraphBreak.
+
+`UFUNCS` is also the published list of supported ufuncs (docs/numpy_support.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .np_array import GraphBreak, TracedArray, api, as_tensor, np_dtype_of, to_tensor, wrap
+
+
+def _float_only(fn):
+    def build(*xs):
+        if any(not np.issubdtype(np.dtype(x.dtype.as_numpy_dtype), np.inexact) for x in xs):
+            raise GraphBreak("this ufunc on integer inputs")
+        return fn(*xs)
+    return build
+
+
+def _fmax(a, b, pick):
+    tf = api()
+    if not a.dtype.is_floating:
+        return pick(a, b)
+    m = pick(a, b)
+    return tf.where_v2(tf.is_nan(a), b, tf.where_v2(tf.is_nan(b), a, m))
+
+
+def _log_base(base):
+    def build(x):
+        tf = api()
+        return tf.multiply(tf.log(x), tf.constant(1.0 / math.log(base), dtype=x.dtype))
+    return build
+
+
+def _exp_base(base):
+    def build(x):
+        tf = api()
+        return tf.exp(tf.multiply(x, tf.constant(math.log(base), dtype=x.dtype)))
+    return build
+
+
+def _unary(name):
+    return lambda x: getattr(api(), name)(x)
+
+
+def _binary(name):
+    return lambda a, b: getattr(api(), name)(a, b)
+
+
+def _divide(a, b):
+    tf = api()
+    return tf.truediv(a, b)
+
+
+def _sinh(x):
+    tf = api()
+    half = tf.constant(0.5, dtype=x.dtype)
+    return tf.multiply(half, tf.subtract(tf.exp(x), tf.exp(tf.negative(x))))
+
+
+def _cosh(x):
+    tf = api()
+    half = tf.constant(0.5, dtype=x.dtype)
+    return tf.multiply(half, tf.add(tf.exp(x), tf.exp(tf.negative(x))))
+
+
+def _hypot(a, b):
+    tf = api()
+    return tf.sqrt(tf.add(tf.square(a), tf.square(b)))
+
+
+def _scale(factor):
+    def build(x):
+        tf = api()
+        return tf.multiply(x, tf.constant(factor, dtype=x.dtype))
+    return build
+
+
+UFUNCS = {
+    np.add: _binary("add"), np.subtract: _binary("subtract"),
+    np.multiply: _binary("multiply"), np.true_divide: _divide,
+    np.floor_divide: _binary("floordiv"), np.remainder: _binary("floormod"),
+    np.power: _binary("pow"), np.maximum: _binary("maximum"), np.minimum: _binary("minimum"),
+    np.fmax: lambda a, b: _fmax(a, b, api().maximum),
+    np.fmin: lambda a, b: _fmax(a, b, api().minimum),
+    np.arctan2: _float_only(_binary("atan2")), np.hypot: _float_only(_hypot),
+    np.equal: _binary("equal"), np.not_equal: _binary("not_equal"), np.less: _binary("less"),
+    np.less_equal: _binary("less_equal"), np.greater: _binary("greater"),
+    np.greater_equal: _binary("greater_equal"), np.logical_and: _binary("logical_and"),
+    np.logical_or: _binary("logical_or"), np.logical_xor: _binary("logical_xor"),
+    np.logical_not: _unary("logical_not"),
+    np.negative: _unary("negative"), np.positive: lambda x: x, np.absolute: _unary("abs"),
+    np.sqrt: _float_only(_unary("sqrt")), np.square: _unary("square"),
+    np.reciprocal: _float_only(_unary("reciprocal")),
+    np.exp: _float_only(_unary("exp")), np.expm1: _float_only(_unary("expm1")),
+    np.exp2: _float_only(_exp_base(2.0)), np.log: _float_only(_unary("log")),
+    np.log1p: _float_only(_unary("log1p")), np.log2: _float_only(_log_base(2.0)),
+    np.log10: _float_only(_log_base(10.0)), np.sin: _float_only(_unary("sin")),
+    np.cos: _float_only(_unary("cos")), np.tan: _float_only(_unary("tan")),
+    np.tanh: _float_only(_unary("tanh")), np.sinh: _float_only(_sinh),
+    np.cosh: _float_only(_cosh), np.floor: _float_only(_unary("floor")),
+    np.ceil: _float_only(_unary("ceil")), np.rint: _float_only(_unary("round")),
+    np.sign: _unary("sign"), np.isnan: _unary("is_nan"), np.isinf: _unary("is_inf"),
+    np.isfinite: _unary("is_finite"), np.deg2rad: _float_only(_scale(math.pi / 180)),
+    np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: lambda x: x,
+}
+REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
+            np.logical_and: "all", np.logical_or: "any"}
+
+
+def _dummy(x):
+    """A stand-in for NumPy's type checks: empty arrays for arrays, scalars as themselves."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return x
+    dt = np_dtype_of(x)
+    t = as_tensor(x)
+    ndim = (t.shape.ndims or 0) if t is not None else np.ndim(x)
+    return np.empty((0,) * max(ndim, 1) if ndim else (), dtype=dt)
+
+
+def resolve(ufunc, inputs) -> tuple:
+    """(loop input dtypes, output dtype) NumPy would use for `ufunc(*inputs)`; raises
+    NumPy's own error for an impossible combination."""
+    dummies = [_dummy(x) for x in inputs]
+    with np.errstate(all="ignore"):
+        result = ufunc(*dummies)   # NumPy's own errors (e.g. a Python int out of range)
+    first = result[0] if isinstance(result, tuple) else result
+    key = tuple(np_dtype_of(x) for x in inputs) + (None,) * ufunc.nout
+    try:
+        dtypes = ufunc.resolve_dtypes(key)
+    except (TypeError, ValueError):
+        dtypes = (np.result_type(*dummies),) * ufunc.nin + (np.asarray(first).dtype,)
+    return dtypes[:ufunc.nin], np.asarray(first).dtype
+
+
+def call(ufunc, inputs) -> TracedArray:
+    """`ufunc(*inputs)` recorded into the graph."""
+    build = UFUNCS.get(ufunc)
+    if build is None:
+        raise GraphBreak(f"np.{ufunc.__name__} (not supported by flowjit's NumPy tracing)")
+    loop, out_dtype = resolve(ufunc, inputs)
+    tensors = [to_tensor(x, dt) for x, dt in zip(inputs, loop)]
+    result = build(*tensors)
+    return wrap(to_tensor(result, out_dtype))
+
+
+def apply_ufunc(ufunc, method, inputs, kwargs):
+    """The body of `TracedArray.__array_ufunc__`."""
+    out = kwargs.pop("out", None)
+    for name in ("where", "casting", "order", "subok", "signature"):
+        if name in kwargs and not (name == "where" and kwargs[name] is True):
+            raise GraphBreak(f"np.{ufunc.__name__}(..., {name}=...)")
+        kwargs.pop(name, None)
+    dtype = kwargs.pop("dtype", None)
+    if method == "__call__":
+        if ufunc is np.matmul:
+            from . import np_functions
+
+            result = np_functions.matmul(*inputs)
+        else:
+            if kwargs:
+                raise GraphBreak(f"np.{ufunc.__name__} with {sorted(kwargs)}")
+            result = call(ufunc, inputs)
+        if dtype is not None:
+            result = wrap(to_tensor(result, np.dtype(dtype)))
+    elif method == "reduce" and ufunc in REDUCERS:
+        from . import np_functions
+
+        axis = kwargs.pop("axis", 0)
+        keepdims = kwargs.pop("keepdims", False)
+        if kwargs:
+            raise GraphBreak(f"np.{ufunc.__name__}.reduce with {sorted(kwargs)}")
+        result = np_functions.reduce(REDUCERS[ufunc], inputs[0], axis=axis, keepdims=keepdims,
+                                     dtype=dtype)
+    else:
+        raise GraphBreak(f"np.{ufunc.__name__}.{method}")
+    if out is not None:
+        target = out[0] if isinstance(out, tuple) else out
+        if not isinstance(target, TracedArray):
+            raise GraphBreak("out= naming an array that is not traced")
+        target[...] = result
+        return target
+    return result
+
+
+def any_traced(values) -> bool:
+    return any(as_tensor(v) is not None for v in values)
