@@ -311,6 +311,23 @@ def _moved(fn):
     return build
 
 
+def pad(array, pad_width, mode="constant", **kwargs):
+    """np.pad: constant mode as a Pad op, every other mode (edge, reflect, symmetric, wrap,
+    ...) by NumPy itself on the element positions, then one gather."""
+    a = _traced(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2)).tolist()
+    if mode == "constant":
+        tf = api()
+        value = kwargs.pop("constant_values", 0)
+        if kwargs or np.ndim(value):
+            raise GraphBreak("np.pad(mode='constant') with per-axis constant_values")
+        fill = np.array(value).astype(a.dtype)
+        return wrap(tf.pad(a._as_graph_tensor(), widths, constant_values=fill))
+    if callable(mode):
+        raise GraphBreak("np.pad with a function as mode")
+    return _moved(lambda p: np.pad(p, widths, mode=mode, **kwargs))(a)
+
+
 def _shape_of(a):
     return _traced(a).shape
 
@@ -353,7 +370,7 @@ FUNCTIONS = {
     np.diagonal: _moved(np.diagonal), np.diag: _moved(np.diag), np.trace: lambda a, *r, **k:
         red.reduce("sum", _moved(np.diagonal)(a, *r, **k), -1),
     np.repeat: _moved(np.repeat), np.tile: _moved(np.tile), np.rot90: _moved(np.rot90),
-    np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud),
+    np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud), np.pad: pad,
     np.atleast_1d: lambda *a: _atleast(a[0], 1) if len(a) == 1 else [_atleast(x, 1) for x in a],
     np.atleast_2d: lambda *a: _atleast(a[0], 2) if len(a) == 1 else [_atleast(x, 2) for x in a],
 }
@@ -399,12 +416,17 @@ def _transpose_method(self, *axes):
 
 def _inplace(ufunc):
     def method(self, other):
-        result = call(ufunc, (self, other))
-        if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+        from .np_indexing import update_inplace
+        from .np_ufuncs import resolve
+
+        _, out_dtype = resolve(ufunc, (self, other))
+        if not np.can_cast(out_dtype, self.dtype, "same_kind"):
             raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from "
-                            f"{result.dtype!r} to {self.dtype!r} with casting rule "
+                            f"{out_dtype!r} to {self.dtype!r} with casting rule "
                             "'same_kind'")
-        self[...] = result
+        if self._chain and update_inplace(self, ufunc, other, self.dtype):
+            return self
+        self[...] = call(ufunc, (self, other))
         return self
     return method
 

@@ -69,8 +69,40 @@ def _index_dtype(positions: np.ndarray):
     return np.int32 if positions.size == 0 or positions.max() < 2**31 - 1 else np.int64
 
 
+def _all_integer_arrays(arr, key) -> bool:
+    if len(key) > arr.ndim or len(key) < 2:
+        return False
+    for k in key:
+        t = as_tensor(k)
+        dt = np.dtype(t.dtype.as_numpy_dtype) if t is not None else np.asarray(k).dtype
+        if dt.kind not in "iu" or (t is None and not isinstance(k, (list, np.ndarray))):
+            return False
+    return True
+
+
+def _wrapped(idx, n):
+    """Index tensor `idx` with negative entries counted from the end of a size-n axis."""
+    tf = api()
+    size = tf.constant(np.array(n, dtype=idx.dtype.as_numpy_dtype))
+    return tf.where_v2(tf.less(idx, tf.zeros_like(idx)), tf.add(idx, size), idx)
+
+
+def _gather_points(arr, key):
+    """`arr[i0, i1, ...]` with integer index arrays on the leading axes: one GatherNd."""
+    tf = api()
+    shape = arr.shape
+    idx = [to_tensor(k, np.int64) for k in key]
+    shapes = [static_dims(t, "an index array") for t in idx]
+    common = list(np.broadcast_shapes(*shapes))
+    idx = [_wrapped(t if list(s) == common else tf.broadcast_to(t, common), n)
+           for t, s, n in zip(idx, shapes, shape)]
+    return wrap(tf.gather_nd(arr._as_graph_tensor(), tf.stack(idx, axis=-1)))
+
+
 def _dynamic_getitem(arr, key, traced):
     tf = api()
+    if _all_integer_arrays(arr, key):
+        return _gather_points(arr, key)
     if len(traced) != 1 or any(isinstance(k, (type(None), type(Ellipsis))) for k in key):
         raise GraphBreak("indexing with several traced index arrays (or with None/... "
                          "beside one)")
@@ -96,7 +128,7 @@ def setitem(arr: TracedArray, key, value) -> None:
     tf = api()
     key = _key_tuple(key)
     dtype = arr.dtype
-    if key == (Ellipsis,) and not arr._chain:
+    if len(key) == 1 and key[0] is Ellipsis and not arr._chain:
         v = to_tensor(value, dtype)
         old = arr._buf.tensor
         if v.shape.is_fully_defined() and old.shape.is_fully_defined() and \
@@ -109,6 +141,9 @@ def setitem(arr: TracedArray, key, value) -> None:
         return
     positions = arr._positions()[_static_key(key)]
     buf = arr._buf
+    if isinstance(value, TracedArray) and value._buf is buf and value._chain and \
+            np.array_equal(value._positions(), positions):
+        return   # `a[k] += v` stores the updated view a[k] back onto itself: nothing to do
     root_shape = static_dims(buf.tensor, "writing into an array")
     v = to_tensor(value, dtype)
     v_shape = static_dims(v, "the value written") if v.shape.ndims else ()
@@ -130,7 +165,7 @@ def setitem(arr: TracedArray, key, value) -> None:
             new = v
         else:
             pads = [[a, n - b] for a, b, n in zip(lo, hi, root_shape)]
-            inside = tf.pad(tf.ones(box_shape, dtype=tf.bool), pads)
+            inside = _box_mask(box_shape, pads)
             new = tf.where_v2(inside, tf.pad(v, pads), buf.tensor)
     else:
         size = int(np.prod(root_shape, dtype=np.int64))
@@ -143,6 +178,53 @@ def setitem(arr: TracedArray, key, value) -> None:
         new = tf.reshape(tf.where_v2(tf.constant(written), gathered, tf.reshape(buf.tensor, [-1])),
                          list(root_shape))
     _replace(buf, new)
+
+
+def update_inplace(arr: TracedArray, ufunc, other, result_dtype) -> bool:
+    """`arr op= other` for a view `arr` that is a box of its buffer: the op is applied to
+    the whole buffer at the SAME index (`other` padded into place), then selected inside the
+    box, so successive in-place updates fuse into one loop nest instead of each reading
+    the previous one at a shifted index. False when `arr` is not such a view."""
+    from .np_ufuncs import call
+
+    tf = api()
+    if not arr._chain:
+        return False
+    buf = arr._buf
+    positions = arr._positions()
+    if positions.size == 0:
+        return False
+    box = _box_of(positions, buf.positions())
+    if box is None:
+        return False
+    lo, hi = box
+    box_shape = [b - a for a, b in zip(lo, hi)]
+    if list(positions.shape) != box_shape:   # a box, but seen with other axes (e.g. .T)
+        return False
+    root_shape = buf.positions().shape
+    pads = [[a, n - b] for a, b, n in zip(lo, hi, root_shape)]
+    t = as_tensor(other)
+    if t is not None or np.ndim(other):
+        from .np_ufuncs import resolve
+
+        loop, _ = resolve(ufunc, (arr, other))
+        o = to_tensor(other, loop[1])
+        o_shape = static_dims(o, "the value written") if o.shape.ndims else ()
+        np.broadcast_shapes(o_shape, tuple(box_shape))
+        o = tf.broadcast_to(o, box_shape) if tuple(o_shape) != tuple(box_shape) else o
+        neutral = 1 if ufunc in (np.floor_divide, np.remainder, np.true_divide, np.power) \
+            else 0
+        other = wrap(tf.pad(o, pads, constant_values=neutral))
+    full = call(ufunc, (wrap(buf.tensor), other))
+    inside = _box_mask(box_shape, pads)
+    _replace(buf, tf.where_v2(inside, to_tensor(full, result_dtype), buf.tensor))
+    return True
+
+
+def _box_mask(box_shape, pads):
+    """True inside the box, False in the padding: index comparisons once compiled."""
+    tf = api()
+    return tf.pad(tf.fill(list(box_shape), tf.constant(True)), pads)
 
 
 def _box_of(positions: np.ndarray, root_positions: np.ndarray):
@@ -163,14 +245,44 @@ def _masked_setitem(arr, key, value, dtype) -> None:
     if len(key) != 1:
         raise GraphBreak("assignment through a traced index combined with other indices")
     mask = as_tensor(key[0])
+    if np.dtype(mask.dtype.as_numpy_dtype).kind in "iu":
+        _scatter_rows(arr, mask, value, dtype)
+        return
     if np.dtype(mask.dtype.as_numpy_dtype).kind != "b":
-        raise GraphBreak("assignment through a traced integer index array (a scatter)")
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
     v = to_tensor(value, dtype)
     if v.shape.ndims:
         raise GraphBreak("a[mask] = array with a traced mask",
                          "the number of elements written depends on the data")
     current = arr._as_graph_tensor()
     _write_view(arr, tf.where_v2(mask, tf.broadcast_to(v, tf.shape(current)), current))
+
+
+def _scatter_rows(arr, idx, value, dtype) -> None:
+    """`arr[idx] = value` for a traced integer array `idx` on axis 0. Each row takes the
+    value of the LAST occurrence of its index (NumPy's assignment order); an index out of
+    range fails when the kernel runs (a checked Gather), as NumPy raises IndexError."""
+    tf = api()
+    shape = list(arr.shape)
+    n, rest = shape[0], shape[1:]
+    flat = _wrapped(tf.reshape(to_tensor(idx, np.int64), [-1]), n)
+    k = static_dims(flat, "an index array")[0]
+    checked = tf.gather(tf.range(n, dtype=tf.int64), flat)      # IndexError analogue
+    order = tf.reshape(tf.range(1, k + 1, dtype=tf.int64), [k, 1])
+    hits = tf.one_hot(checked, n, on_value=np.int64(1), off_value=np.int64(0),
+                      dtype=tf.int64)                            # (k, n)
+    last = tf.reduce_max(tf.multiply(hits, order), axis=0)      # (n,): 1 + last writer, or 0
+    written = tf.greater(last, tf.zeros_like(last))
+    source = tf.maximum(tf.subtract(last, tf.ones_like(last)), tf.zeros_like(last))
+    v = to_tensor(value, dtype)
+    target = static_dims(idx, "an index array") + tuple(rest)
+    v_shape = static_dims(v, "the value written") if v.shape.ndims else ()
+    np.broadcast_shapes(v_shape, target)
+    v = tf.reshape(tf.broadcast_to(v, list(target)), [k] + rest)
+    gathered = tf.gather(v, source)
+    mask = tf.reshape(written, [n] + [1] * len(rest))
+    current = arr._as_graph_tensor()
+    _write_view(arr, tf.where_v2(mask, gathered, current))
 
 
 def _write_view(arr: TracedArray, new_value) -> None:
