@@ -152,7 +152,15 @@ def call(ufunc, inputs) -> TracedArray:
         raise GraphBreak(f"np.{ufunc.__name__} (not supported by flowjit's NumPy tracing)")
     loop, out_dtype = resolve(ufunc, inputs)
     tensors = [to_tensor(x, dt) for x, dt in zip(inputs, loop)]
-    result = build(*tensors)
+    if ufunc in (np.absolute, np.sign) and loop[0].kind in "ub":
+        result = tensors[0] if ufunc is np.absolute else api().sign(
+            to_tensor(tensors[0], np.int64))
+    else:
+        try:
+            result = build(*tensors)
+        except TypeError as e:   # the op has no kernel for this dtype
+            raise GraphBreak(f"np.{ufunc.__name__} on {', '.join(map(str, loop))}",
+                             str(e).splitlines()[0]) from None
     return wrap(to_tensor(result, out_dtype))
 
 
