@@ -434,8 +434,8 @@ def _inplace(ufunc):
 _OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
               "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
               "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-              "eq": np.equal, "ne": np.not_equal, "and": np.logical_and,
-              "or": np.logical_or, "xor": np.logical_xor}
+              "eq": np.equal, "ne": np.not_equal, "and": np.bitwise_and,
+              "or": np.bitwise_or, "xor": np.bitwise_xor}
 _REFLECTED = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
 _INPLACE = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
 
@@ -462,8 +462,7 @@ def install(cls) -> None:
     cls.__neg__ = lambda self: call(np.negative, (self,))
     cls.__pos__ = lambda self: call(np.positive, (self,))
     cls.__abs__ = lambda self: call(np.absolute, (self,))
-    cls.__invert__ = lambda self: call(np.logical_not, (self,)) if self.dtype == bool else \
-        (_ for _ in ()).throw(GraphBreak("~ on an integer array (bitwise not)"))
+    cls.__invert__ = lambda self: call(np.invert, (self,))
 
 
 install(TracedArray)

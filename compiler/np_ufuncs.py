@@ -51,6 +51,14 @@ def _exp_base(base):
     return build
 
 
+def _bool_only(name, what):
+    def build(*xs):
+        if any(x.dtype.name != "bool" for x in xs):
+            raise GraphBreak(f"{what} on integers (bitwise)")
+        return getattr(api(), name)(*xs)
+    return build
+
+
 def _unary(name):
     return lambda x: getattr(api(), name)(x)
 
@@ -101,6 +109,8 @@ UFUNCS = {
     np.greater_equal: _binary("greater_equal"), np.logical_and: _binary("logical_and"),
     np.logical_or: _binary("logical_or"), np.logical_xor: _binary("logical_xor"),
     np.logical_not: _unary("logical_not"),
+    np.bitwise_and: _bool_only("logical_and", "&"), np.bitwise_or: _bool_only("logical_or", "|"),
+    np.bitwise_xor: _bool_only("logical_xor", "^"), np.invert: _bool_only("logical_not", "~"),
     np.negative: _unary("negative"), np.positive: lambda x: x, np.absolute: _unary("abs"),
     np.sqrt: _float_only(_unary("sqrt")), np.square: _unary("square"),
     np.reciprocal: _float_only(_unary("reciprocal")),

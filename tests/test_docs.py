@@ -38,3 +38,13 @@ def test_readme_test_command_is_what_ci_runs():
         ci = f.read()
     assert "\npython -m pytest " in ci and "python -m pip install -e '.[test]'" in ci
     assert os.access(os.path.join(REPO, ".ci", "run"), os.X_OK)
+
+
+def test_numpy_support_list_matches_the_tracer():
+    spec = importlib.util.spec_from_file_location(
+        "update_numpy_support", os.path.join(REPO, "docs", "update_numpy_support.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open(module.PATH) as f:
+        assert f.read() == module.document(), \
+            "docs/numpy_support.md is stale: run `python docs/update_numpy_support.py`"
