@@ -229,12 +229,21 @@ class Generator:
         widest = max(group.members, key=lambda m: len(m.shape) + len(m.rshape))
         inner = list(widest.shape[p:]) + list(widest.rshape)
         work = " * ".join(outer + [self.size_text(d) for d in inner]) or "1"
-        serial = self.nest(group, outer, parallel=False)
         if not outer:
-            return lines + serial
-        parallel = self.nest(group, outer, parallel=True)
-        return (lines + [f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in parallel]
-                + ["else:"] + ["    " + ln for ln in serial])
+            return lines + self.nest(group, outer, parallel=False)
+        return lines + self.branch(list(group.outer) + inner, work,
+                                   lambda: self.nest(group, outer, parallel=True),
+                                   lambda: self.nest(group, outer, parallel=False))
+
+    def branch(self, dims, work: str, parallel, serial) -> list:
+        """The parallel and the serial version of a loop nest under a run-time test of the
+        work; only one of them when the sizes are static (shape-specialized NumPy code), which
+        also spares numba compiling a parallel region that would never run."""
+        if all(ir.is_const(d) for d in dims):
+            total = int(np.prod([d.attr for d in dims], dtype=np.int64))
+            return parallel() if total >= PARALLEL_MIN_WORK else serial()
+        return ([f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in parallel()]
+                + ["else:"] + ["    " + ln for ln in serial()])
 
     def nest(self, group, outer, parallel: bool) -> list:
         """The loops of one group: outer loops, then each member in order inside them."""
@@ -369,8 +378,8 @@ class Generator:
                                                                 f"{part}[b0, {jdx}]", "0",
                                                                 m.dtype)]
         combine.append(indent + f"{buf}[{jdx}] = cur")
-        return (lines + [f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in nest(True)]
-                + ["else:"] + ["    " + ln for ln in nest(False)] + combine)
+        return (lines + self.branch(list(group.outer) + list(m.rshape), work,
+                                    lambda: nest(True), lambda: nest(False)) + combine)
 
     def matmul_code(self, node) -> list:
         a, b = (self.buffers[id(x)] for x in node.inputs)
