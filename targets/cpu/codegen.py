@@ -23,6 +23,8 @@ from ...compiler.schedule import Schedule, resolve
 from . import scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
+MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
+                             # later loop nests of a long kernel run on one thread
 PARTIALS = 8                 # partial results of a column reduction (one per chunk of rows)
 
 
@@ -89,6 +91,7 @@ class Generator:
         self.program = schedule.program
         self.name = name
         self.names = _Names()
+        self.parallel_budget = MAX_PARALLEL_NESTS
         self.constants: dict = {}
         self.const_lines: list = []
         self.helpers: set = set()
@@ -209,6 +212,8 @@ class Generator:
             return [f"{name} = np.ascontiguousarray({src}).reshape(({shape}))"]
         if _is_column_reduction(self.schedule, group):
             return self.column_reduce_code(group)
+        if _is_full_reduction(self.schedule, group):
+            return self.full_reduce_code(group)
         lines = []
         self.locals = {}
         p = len(group.outer)
@@ -238,10 +243,17 @@ class Generator:
     def branch(self, dims, work: str, parallel, serial) -> list:
         """The parallel and the serial version of a loop nest under a run-time test of the
         work; only one of them when the sizes are static (shape-specialized NumPy code), which
-        also spares numba compiling a parallel region that would never run."""
+        also spares numba compiling a parallel region that would never run. At most
+        MAX_PARALLEL_NESTS loop nests per kernel get a parallel version."""
         if all(ir.is_const(d) for d in dims):
             total = int(np.prod([d.attr for d in dims], dtype=np.int64))
-            return parallel() if total >= PARALLEL_MIN_WORK else serial()
+            if total < PARALLEL_MIN_WORK:
+                return serial()
+        if self.parallel_budget <= 0:
+            return serial()
+        self.parallel_budget -= 1
+        if all(ir.is_const(d) for d in dims):
+            return parallel()
         return ([f"if {work} >= {PARALLEL_MIN_WORK}:"] + ["    " + ln for ln in parallel()]
                 + ["else:"] + ["    " + ln for ln in serial()])
 
@@ -381,6 +393,50 @@ class Generator:
         return (lines + self.branch(list(group.outer) + list(m.rshape), work,
                                     lambda: nest(True), lambda: nest(False)) + combine)
 
+    def full_reduce_code(self, group) -> list:
+        """A reduction to a single value (no outer loops): the first reduction axis is split
+        into PARTIALS chunks reduced in parallel when the work is large, then combined."""
+        m = group.members[0]
+        body = self.schedule.resolved[id(m)]
+        lines = self.allocate(m)
+        from ...compiler.ir_build import identity_value
+
+        init = self.constant(identity_value(m.attr, body.dtype), body.dtype)
+        part = self.names.fresh("part")
+        lines.append(f"{part} = np.empty({PARTIALS}, dtype=np.{body.dtype.np_dtype.name})")
+        r0_extent = self.size_text(m.rshape[0])
+        chunk = self.names.fresh("chunk")
+        lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
+        work = " * ".join(self.size_text(d) for d in m.rshape)
+        acc, total = self.names.fresh("pacc"), self.names.fresh("acc")
+
+        def nest(parallel):
+            em = _Emitter(self, [ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + list(m.raxes))
+            value = em.value(body)
+            out = em.take(0)
+            out.append(f"for b0 in {'prange' if parallel else 'range'}({PARTIALS}):")
+            out += ["    " + s for s in em.take(1)]
+            out.append(f"    {acc} = {init}")
+            indent = "    "
+            loops = [("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))")]
+            loops += [(f"r{k}", f"range({self.size_text(d)})")
+                      for k, d in enumerate(m.rshape) if k > 0]
+            for level, (name, rng) in enumerate(loops, start=2):
+                out.append(f"{indent}for {name} in {rng}:")
+                indent += "    "
+                out += [indent + s for s in em.take(level)]
+            out += [indent + s for s in scalar_code.reduce_step(m.attr, acc, value, "0",
+                                                                body.dtype)]
+            out.append(f"    {part}[b0] = {acc}")
+            return out
+
+        combine = [f"{total} = {part}[0]", f"for b0 in range(1, {PARTIALS}):"]
+        combine += ["    " + s for s in scalar_code.reduce_step(m.attr, total, f"{part}[b0]",
+                                                                 "0", body.dtype)]
+        combine.append(self.store(m, 0, scalar_code.reduce_result(m.attr, total, m.dtype)))
+        return lines + self.branch(list(m.rshape), work, lambda: nest(True),
+                                   lambda: nest(False)) + combine
+
     def matmul_code(self, node) -> list:
         a, b = (self.buffers[id(x)] for x in node.inputs)
         ta, tb = node.attr
@@ -405,6 +461,16 @@ def _is_column_reduction(schedule, group) -> bool:
     inner = ir.axis_var(len(group.outer) - 1)
     loads = [e for e in ir.walk(schedule.resolved[id(m)]) if e.op is Scalar.LOAD]
     return bool(loads) and all(e.args and e.args[-1] is inner for e in loads)
+
+
+def _is_full_reduction(schedule, group) -> bool:
+    """One REDUCE to a single value (no outer loops) that chunks combine exactly."""
+    if group.kind != "loop" or len(group.members) != 1 or group.outer:
+        return False
+    m = group.members[0]
+    return (m.kind is NodeKind.REDUCE and bool(m.rshape) and id(m) not in schedule.local
+            and id(m) not in schedule.scratch
+            and m.attr not in (Combiner.ARGMAX, Combiner.ARGMIN))
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:
