@@ -73,6 +73,13 @@ def _cmd_bench(args) -> int:
         cmd += ["--quick"] if args.quick else []
         cmd += ["--json", args.json] if args.json else []
         status = subprocess.call(cmd, env=compiler_workloads.child_env(threads))
+    if args.which in ("numpy", "all") and status == 0:
+        threads = args.threads or os.cpu_count() or 1
+        cmd = [sys.executable, "-m", "flowjit.benchmarks.numpy_corpus", *timing,
+               "--threads", str(threads)]
+        cmd += ["--quick"] if args.quick else []
+        cmd += ["--json", args.json] if args.json else []
+        status = subprocess.call(cmd, env=thread_env(threads))
     return status
 
 
@@ -100,9 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="session: Session.run of tiny graphs vs NumPy (the default); compiler: "
                     "flowjit.jit vs NumPy, numexpr, numba, JAX, PyTorch, TensorFlow on "
                     "workloads W1-W7 (2-3 minutes on an idle 2-core machine, longer when "
-                    "busy); all: both.")
+                    "busy); numpy: ordinary NumPy kernels (tests/numpy_corpus.py) under "
+                    "flowjit.jit and numba.njit vs NumPy; all: every one.")
     bench.add_argument("which", nargs="?", default="session",
-                       choices=("session", "compiler", "all"), help="which benchmark (session)")
+                       choices=("session", "compiler", "numpy", "all"),
+                       help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "
                             "compiler: all CPUs)")
