@@ -17,7 +17,9 @@ from .dtypes import (DType, as_dtype, bool_ as bool,
 from . import ops as _ops  # registers every op and installs Tensor operators
 from .ops.array_ops import *  # noqa: F401,F403
 from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
-                            placeholder_with_default)
+                            placeholder_with_default, stop_gradient)
+from .compiler.gradients import gradients
+from .ops.segment_ops import unsorted_segment_sum
 from .ops.conversion import convert_to_tensor
 from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403

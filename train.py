@@ -1,7 +1,8 @@
 """`flowjit.train`: TensorFlow 1.x's `tf.train` namespace.
 
-Kept small: it re-exports what lives elsewhere (optimizers, savers, ... as they are added)
-and holds only thin glue such as `write_graph`.
+Kept small: it re-exports what lives elsewhere (optimizers from `optimizers.py`, `Saver` and
+`latest_checkpoint` from `runtime/checkpoint.py`) and holds only thin glue: `write_graph` and
+the global-step helpers (an int64 variable named "global_step" in the GLOBAL_STEP collection).
 """
 
 from __future__ import annotations
@@ -9,10 +10,20 @@ from __future__ import annotations
 import os
 
 from . import gfile as _gfile
-from .compiler.graph import Graph
+from . import dtypes as _dtypes
+from .compiler.graph import Graph, GraphKeys, get_default_graph
 from .compiler.graph_def import GraphDef
+from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
+                         MomentumOptimizer, Optimizer, RMSPropOptimizer)
+from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
+                                 get_checkpoint_state, latest_checkpoint, list_variables,
+                                 load_variable)
 
-__all__ = ["write_graph"]
+__all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
+           "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "Saver", "CheckpointState",
+           "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists", "list_variables",
+           "load_variable", "get_global_step",
+           "create_global_step", "get_or_create_global_step", "global_step"]
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:
@@ -35,3 +46,55 @@ def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:
     _gfile.MakeDirs(os.path.dirname(path) or ".")
     _gfile.atomic_write_string_to_file(path, data)
     return path
+
+
+# --- the global step ----------------------------------------------------------------------------
+
+
+def get_global_step(graph=None):
+    """The graph's global-step variable (GLOBAL_STEP collection, else the tensor
+    "global_step:0"), or None when it has none."""
+    graph = graph if graph is not None else get_default_graph()
+    found = graph.get_collection(GraphKeys.GLOBAL_STEP)
+    if len(found) > 1:
+        raise TypeError(f"Multiple tensors in the {GraphKeys.GLOBAL_STEP!r} collection: "
+                        f"{[v.name for v in found]}.")
+    if found:
+        return found[0]
+    try:
+        return graph.get_tensor_by_name("global_step:0")
+    except KeyError:
+        return None
+
+
+def create_global_step(graph=None):
+    """Make the graph's global step: a non-trainable int64 scalar variable starting at 0.
+
+    Raises ValueError if the graph already has one.
+    """
+    from .ops.variables import Variable
+
+    graph = graph if graph is not None else get_default_graph()
+    if get_global_step(graph) is not None:
+        raise ValueError('"global_step" already exists.')
+    with graph.as_default(), graph.name_scope(None):
+        return Variable(_zeros_int64, trainable=False, name="global_step",
+                        collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+
+
+def _zeros_int64():
+    from .ops.basic_ops import constant
+
+    return constant(0, dtype=_dtypes.int64)
+
+
+def get_or_create_global_step(graph=None):
+    """The graph's global step, made (see `create_global_step`) if it has none."""
+    graph = graph if graph is not None else get_default_graph()
+    step = get_global_step(graph)
+    return step if step is not None else create_global_step(graph)
+
+
+def global_step(sess, global_step_tensor) -> int:
+    """The value of `global_step_tensor` in session `sess`, as a Python int."""
+    return int(sess.run(global_step_tensor))

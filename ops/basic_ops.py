@@ -1,7 +1,10 @@
-"""Graph sources and plumbing: Const, Placeholder, PlaceholderWithDefault, Identity, NoOp.
+"""Graph sources and plumbing: Const, Placeholder, PlaceholderWithDefault, Identity,
+StopGradient, NoOp.
 
 Public functions: `constant`, `placeholder`, `placeholder_with_default`, `identity`,
-`no_op`, `group`.  A Const op holds its value as a read-only NumPy array in attr `value`;
+`stop_gradient`, `no_op`, `group`.  StopGradient is an identity whose gradient is None
+(autodiff treats its output as a constant); the gradients of these ops live in
+ops/array_grad.py.  A Const op holds its value as a read-only NumPy array in attr `value`;
 a Placeholder's kernel only runs when nobody fed it, and then raises the error TensorFlow
 raises ("You must feed a value for placeholder tensor ...").
 """
@@ -137,6 +140,15 @@ def identity(input, name=None):
     return make_op(IDENTITY, [to_tensor(input)], {}, name or "Identity").outputs[0]
 
 
+STOP_GRADIENT = OpDef("StopGradient", _identity_infer, _identity_kernel,
+                      doc="identity in the forward pass; blocks gradients (they are None)")
+
+
+def stop_gradient(input, name=None):
+    """`input` unchanged, but `gradients` treats the result as a constant (no gradient)."""
+    return make_op(STOP_GRADIENT, [to_tensor(input)], {}, name or "StopGradient").outputs[0]
+
+
 NO_OP = OpDef("NoOp", lambda op: [], lambda ctx, inputs, attrs: [], traits={Trait.SOURCE})
 
 
@@ -162,7 +174,7 @@ def group(*inputs, name=None):
     return graph.create_op(NO_OP, [], {}, name or "group_deps", control_inputs=ops)
 
 
-OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, NO_OP)
+OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, STOP_GRADIENT, NO_OP)
 
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
@@ -183,4 +195,5 @@ def _lower_const(ctx, op, inputs):
 
 CONST.lower = _lower_const
 IDENTITY.lower = lambda ctx, op, inputs: [inputs[0]]
+STOP_GRADIENT.lower = lambda ctx, op, inputs: [inputs[0]]
 PLACEHOLDER_WITH_DEFAULT.lower = lambda ctx, op, inputs: [inputs[0]]

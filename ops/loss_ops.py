@@ -124,10 +124,15 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                                       name=None, axis=None) -> Tensor:
     """TF1's (deprecated) softmax cross entropy: keyword arguments only.
 
-    TensorFlow 1.x also wraps `labels` in StopGradient here; flowjit has no StopGradient op
-    yet, so until it does this equals the v2 function.
+    As in TensorFlow 1.x, `labels` is wrapped in StopGradient (no gradient flows into it);
+    otherwise this equals the v2 function.
     """
     _ensure_keywords("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    from .basic_ops import stop_gradient
+
+    graph = graph_for((logits, labels))
+    logits = to_tensor(logits, graph=graph, name="logits")
+    labels = stop_gradient(to_tensor(labels, dtype=logits.dtype, graph=graph, name="labels"))
     return softmax_cross_entropy_with_logits_v2(labels, logits, axis=axis, name=name,
                                                 dim=None if axis is not None else dim)
 

@@ -37,6 +37,14 @@ def _identity(draw):
                   lambda f: [f["x"]])
 
 
+@st.composite
+def _stop_gradient(draw):
+    value = draw(arrays(draw(st.sampled_from(FLOAT_DTYPES + (np.int32,))), draw(shapes())))
+    dtype = tf.as_dtype(value.dtype)
+    return OpCase(lambda: [tf.stop_gradient(tf.placeholder(dtype, name="x"))], {"x": value},
+                  lambda f: [f["x"]])
+
+
 def _noop_build():
     tf.no_op()
     return []
@@ -72,6 +80,7 @@ SAMPLES = {
     "Placeholder": _placeholder(),
     "PlaceholderWithDefault": _placeholder_with_default(),
     "Identity": _identity(),
+    "StopGradient": _stop_gradient(),
     "NoOp": st.just(OpCase(_noop_build, {}, lambda f: [])),
     **{k: _variable_case(k) for k in ("VariableV2", "Assign", "AssignAdd", "AssignSub",
                                        "IsVariableInitialized")},

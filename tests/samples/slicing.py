@@ -1,4 +1,5 @@
-"""Samples for ops/slicing_ops.py and ops/gather_ops.py: Slice, StridedSlice, GatherV2, GatherNd.
+"""Samples for ops/slicing_ops.py, ops/gather_ops.py and ops/segment_ops.py: Slice,
+StridedSlice, GatherV2, GatherNd, UnsortedSegmentSum.
 
 Oracles are NumPy basic indexing (`a[key]` for a drawn Python key), `np.take`-free loops for
 gathers, and plain Python slices for Slice.  Inputs are sometimes placeholders of unknown
@@ -216,9 +217,27 @@ def _gather_nd(draw):
     return OpCase(lambda: [tf.gather_nd(x(), indices)], feeds, lambda f: [expected])
 
 
+@st.composite
+def _unsorted_segment_sum(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
+    data = draw(arrays(dtype, draw(shapes(max_dims=3, max_side=4))))
+    k = draw(st.integers(0, data.ndim))
+    num = draw(st.integers(0, 5))
+    ids = draw(arrays(draw(st.sampled_from([np.int32, np.int64])), data.shape[:k],
+                      elements=st.integers(-1, num - 1)))
+    expected = np.zeros((num,) + data.shape[k:], dtype=dtype)
+    for i in np.ndindex(*ids.shape):
+        if ids[i] >= 0:
+            expected[ids[i]] += data[i]
+    x, feeds = _maybe_placeholder(draw, data, "data")
+    return OpCase(lambda: [tf.unsorted_segment_sum(x(), ids, num)], feeds,
+                  lambda f: [expected], rtol=1e-5, atol=1e-5)
+
+
 SAMPLES = {
     "Slice": _slice(),
     "StridedSlice": st.one_of(_strided_slice(), _getitem()),
     "GatherV2": _gather(),
     "GatherNd": _gather_nd(),
+    "UnsortedSegmentSum": _unsorted_segment_sum(),
 }

@@ -1,0 +1,190 @@
+"""Automatic differentiation: `gradients(ys, xs)` extends the graph with gradient ops (TF 2015
+paper §4.1), TensorFlow 1.x semantics.
+
+Reverse-mode accumulation over the ops that lie between `xs` and `ys`: reachable forward from
+an x (through any tensors) and backward from a y.  Because a graph is append-only, creation
+order is a topological order, so those ops are visited in reverse creation order; each op's
+`OpDef.gradient(op, *output_grads)` (defined with the op, see ops/__init__.py) maps the
+gradients of its outputs to gradients of its inputs.  Contributions reaching one tensor
+over several paths are summed with AddN.
+
+Invariants and rules:
+- Only floating-point tensors carry gradients; integer, bool, string and complex tensors
+  get None (so shape computations, indices and comparisons never need a gradient).
+- An x not connected to any y (or connected only through non-float tensors, StopGradient
+  ops or `stop_gradients`) gets None.
+- When some float outputs of a multi-output op have a gradient and others do not, the
+  others get zeros, so gradient functions see a tensor for every float output.
+- An op on a differentiable path whose OpDef has no gradient is a LookupError naming it.
+- Every gradient op is created under the name scope `name` ("gradients/..."), one sub-scope
+  per differentiated op ("gradients/<op name>_grad/...").
+- A `Variable` in xs stands for its variable tensor: ops read a variable through that tensor
+  (directly or via its "read" Identity), so its gradient is that of the variable's value.
+"""
+
+from __future__ import annotations
+
+from .graph import Tensor
+
+
+def _as_tensor(value, what: str) -> Tensor:
+    if hasattr(value, "_as_graph_tensor"):
+        value = value._as_graph_tensor()
+    if not isinstance(value, Tensor):
+        raise TypeError(f"gradients: every element of {what} must be a Tensor or Variable, "
+                        f"got {value!r}.")
+    return value
+
+
+def _as_list(values, what: str) -> list:
+    if isinstance(values, (list, tuple)):
+        return [_as_tensor(v, what) for v in values]
+    return [_as_tensor(values, what)]
+
+
+def _differentiable(t: Tensor) -> bool:
+    return t.dtype.is_floating
+
+
+def _consumers(graph) -> dict:
+    """Tensor -> the ops that take it as an input (one pass over the graph)."""
+    out: dict = {}
+    for op in graph.get_operations():
+        for t in op.inputs:
+            out.setdefault(t, []).append(op)
+    return out
+
+
+def _between(ys, xs, stop_ops) -> list:
+    """The ops reachable from xs that ys depend on, in reverse creation (topological) order."""
+    consumers = _consumers(ys[0].graph)
+    reached, stack = set(), [x for x in xs]
+    while stack:
+        for op in consumers.get(stack.pop(), ()):
+            if op not in reached:
+                reached.add(op)
+                stack.extend(op.outputs)
+    between, stack = set(), [y.op for y in ys if y.op in reached]
+    while stack:
+        op = stack.pop()
+        if op in between:
+            continue
+        between.add(op)
+        if op in stop_ops:
+            continue
+        stack.extend(t.op for t in op.inputs if t.op in reached and t.op not in between)
+    return sorted(between, key=lambda op: op._id, reverse=True)
+
+
+def _sum(grads):
+    from ..ops.math_binary import add_n
+
+    grads = [g for g in grads if g is not None]
+    if not grads:
+        return None
+    return grads[0] if len(grads) == 1 else add_n(grads)
+
+
+def _initial_grads(ys, grad_ys) -> dict:
+    from ..ops.array_ops import ones_like
+    from ..ops.builder import to_tensor
+
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    elif not isinstance(grad_ys, (list, tuple)):
+        grad_ys = [grad_ys]
+    if len(grad_ys) != len(ys):
+        raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys; pass one per y "
+                         "(None for ones).")
+    pending: dict = {}
+    for i, (y, gy) in enumerate(zip(ys, grad_ys)):
+        if not _differentiable(y):
+            continue
+        if gy is None:
+            gy = ones_like(y, name=f"grad_ys_{i}")
+        else:
+            gy = to_tensor(gy, dtype=y.dtype, name=f"grad_ys_{i}")
+            if gy.dtype is not y.dtype:
+                raise TypeError(f"gradients: grad_ys[{i}] has dtype {gy.dtype.name} but ys[{i}] "
+                                f"({y.name}) has {y.dtype.name}.")
+            if not gy.shape.is_compatible_with(y.shape):
+                raise ValueError(f"gradients: grad_ys[{i}] has shape {gy.shape}, incompatible "
+                                 f"with ys[{i}] ({y.name}) of shape {y.shape}.")
+        pending.setdefault(y, []).append(gy)
+    return pending
+
+
+def _output_grads(op, pending) -> list | None:
+    """The summed gradient of each output (zeros for float outputs left without one), or None
+    when no output of `op` received a gradient."""
+    from ..ops.array_ops import zeros_like
+
+    grads = [_sum(pending.pop(t, [])) for t in op.outputs]
+    if all(g is None for g in grads):
+        return None
+    return [zeros_like(t) if g is None and _differentiable(t) else g
+            for t, g in zip(op.outputs, grads)]
+
+
+def _apply_gradient(op, out_grads) -> list:
+    fn = op.op_def.gradient
+    if fn is None:
+        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})"
+                          f"; it lies on a differentiable path between xs and ys. "
+                          f"Created at {op.creation_site or 'an unknown site'}.")
+    in_grads = list(fn(op, *out_grads))
+    if len(in_grads) != len(op.inputs):
+        raise ValueError(f"The gradient of {op.type} returned {len(in_grads)} values for "
+                         f"{len(op.inputs)} inputs (op '{op.name}').")
+    return in_grads
+
+
+def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None,
+              colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
+              aggregation_method=None) -> list:
+    """The symbolic derivatives of sum(ys) with respect to each x in xs (TF1 `tf.gradients`).
+
+    `ys`, `xs`: a tensor or a list of tensors (xs may hold Variables).  `grad_ys`: one
+    gradient per y (None entries mean ones_like(y)), to start from dL/dy instead of ones.
+    `stop_gradients`: tensors held constant (no gradient flows through them).  Returns a list
+    with one gradient tensor per x, or None where x does not affect any y (or is not a float
+    tensor).  `colocate_gradients_with_ops`, `gate_gradients` and `aggregation_method` are
+    accepted for compatibility and ignored (contributions are always summed with AddN).
+    """
+    del colocate_gradients_with_ops, gate_gradients, aggregation_method
+    ys, xs = _as_list(ys, "ys"), _as_list(xs, "xs")
+    stops = _as_list(stop_gradients, "stop_gradients") if stop_gradients is not None else []
+    graph = ys[0].graph
+    for t in ys + xs + stops:
+        if t.graph is not graph:
+            raise ValueError(f"gradients: {t.name} is from another graph than {ys[0].name}.")
+    stop_ops = {t.op for t in stops}
+    with graph.as_default(), graph.name_scope(name or "gradients"):
+        pending = _initial_grads(ys, grad_ys)
+        x_set = set(xs)
+        results: dict = {}
+        for op in _between(ys, xs, stop_ops):
+            wanted = [t for t in op.outputs if t in x_set]
+            for t in wanted:  # an x's gradient is complete once its producer is reached
+                results[t] = list(pending.get(t, []))
+            if op in stop_ops:
+                for t in op.outputs:
+                    pending.pop(t, None)
+                continue
+            with graph.name_scope(f"{op.name}_grad"):
+                out_grads = _output_grads(op, pending)
+                if out_grads is None:
+                    continue
+                in_grads = _apply_gradient(op, out_grads)
+            for t, g in zip(op.inputs, in_grads):
+                if g is None or not _differentiable(t):
+                    continue
+                g = _as_tensor(g, f"the gradient of {op.type}")
+                if g.shape.is_compatible_with(t.shape):
+                    g.set_shape(t.shape)
+                pending.setdefault(t, []).append(g)
+        out = []
+        for x in xs:
+            grads = results[x] if x in results else pending.get(x, [])
+            out.append(_sum(grads) if _differentiable(x) else None)
+        return out
