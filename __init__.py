@@ -20,6 +20,7 @@ from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
                             placeholder_with_default, stop_gradient)
 from .compiler.gradients import gradients
 from .ops.segment_ops import unsorted_segment_sum
+from .ops.scatter_ops import tensor_scatter_nd_update
 from .ops.conversion import convert_to_tensor
 from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403

@@ -259,30 +259,23 @@ def _masked_setitem(arr, key, value, dtype) -> None:
 
 
 def _scatter_rows(arr, idx, value, dtype) -> None:
-    """`arr[idx] = value` for a traced integer array `idx` on axis 0. Each row takes the
-    value of the LAST occurrence of its index (NumPy's assignment order); an index out of
-    range fails when the kernel runs (a checked Gather), as NumPy raises IndexError."""
+    """`arr[idx] = value` for a traced integer array `idx` on axis 0: one
+    TensorScatterUpdate (each row takes the value of the LAST occurrence of its index, as
+    NumPy's assignment leaves it; an index out of range fails when it runs, as NumPy raises
+    IndexError). The op runs with its NumPy kernel; the rest of the function still compiles
+    as clusters around it in the Session that runs such a function."""
     tf = api()
     shape = list(arr.shape)
     n, rest = shape[0], shape[1:]
     flat = _wrapped(tf.reshape(to_tensor(idx, np.int64), [-1]), n)
     k = static_dims(flat, "an index array")[0]
-    checked = tf.gather(tf.range(n, dtype=tf.int64), flat)      # IndexError analogue
-    order = tf.reshape(tf.range(1, k + 1, dtype=tf.int64), [k, 1])
-    hits = tf.one_hot(checked, n, on_value=np.int64(1), off_value=np.int64(0),
-                      dtype=tf.int64)                            # (k, n)
-    last = tf.reduce_max(tf.multiply(hits, order), axis=0)      # (n,): 1 + last writer, or 0
-    written = tf.greater(last, tf.zeros_like(last))
-    source = tf.maximum(tf.subtract(last, tf.ones_like(last)), tf.zeros_like(last))
     v = to_tensor(value, dtype)
     target = static_dims(idx, "an index array") + tuple(rest)
     v_shape = static_dims(v, "the value written") if v.shape.ndims else ()
     np.broadcast_shapes(v_shape, target)
     v = tf.reshape(tf.broadcast_to(v, list(target)), [k] + rest)
-    gathered = tf.gather(v, source)
-    mask = tf.reshape(written, [n] + [1] * len(rest))
-    current = arr._as_graph_tensor()
-    _write_view(arr, tf.where_v2(mask, gathered, current))
+    new = tf.tensor_scatter_nd_update(arr._as_graph_tensor(), tf.reshape(flat, [k, 1]), v)
+    _write_view(arr, new)
 
 
 def _write_view(arr: TracedArray, new_value) -> None:

@@ -181,6 +181,8 @@ CASES = {
                             [_u(2, 3)]),
                    GradCase("batch dims", lambda p: tf.gather(p, [[1], [0]], axis=1,
                                                               batch_dims=1), [_u(2, 3)])),
+    "TensorScatterUpdate": _one("rows, one repeated", lambda t, u: tf.tensor_scatter_nd_update(
+        t, [[2], [0]], u), _u(3, 2), _u(2, 2)),
     "GatherNd": _one("pairs", lambda p: tf.gather_nd(p, [[1, 0], [0, 2], [1, 0]]), _u(2, 3)),
     "UnsortedSegmentSum": _one("dropped and repeated", lambda d: tf.unsorted_segment_sum(
         d, [1, -1, 1, 0], 3), _u(4, 2)),

@@ -234,10 +234,29 @@ def _unsorted_segment_sum(draw):
                   lambda f: [expected], rtol=1e-5, atol=1e-5)
 
 
+@st.composite
+def _tensor_scatter_update(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
+    tensor = draw(arrays(dtype, draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))))
+    k = draw(st.integers(1, tensor.ndim))
+    lead = draw(shapes(max_dims=2, max_side=3))
+    cols = [draw(arrays(np.int64, lead, elements=st.integers(0, tensor.shape[j] - 1)))
+            for j in range(k)]
+    indices = np.stack(cols, axis=-1).astype(draw(st.sampled_from([np.int32, np.int64])))
+    updates = draw(arrays(dtype, lead + tensor.shape[k:]))
+    expected = tensor.copy()
+    for o in np.ndindex(*lead):   # in order: a repeated index keeps the last update
+        expected[tuple(int(v) for v in indices[o])] = updates[o]
+    x, feeds = _maybe_placeholder(draw, tensor, "tensor")
+    return OpCase(lambda: [tf.tensor_scatter_nd_update(x(), indices, updates)], feeds,
+                  lambda f: [expected])
+
+
 SAMPLES = {
     "Slice": _slice(),
     "StridedSlice": st.one_of(_strided_slice(), _getitem()),
     "GatherV2": _gather(),
     "GatherNd": _gather_nd(),
+    "TensorScatterUpdate": _tensor_scatter_update(),
     "UnsortedSegmentSum": _unsorted_segment_sum(),
 }
