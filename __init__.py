@@ -40,6 +40,7 @@ from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
 from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, OptimizerOptions,
                              RunMetadata, RunOptions)
 from .runtime.jit import jit
+from .runtime.autodiff_api import grad, value_and_grad
 from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
 from . import gfile, nn, train  # noqa: E402
