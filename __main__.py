@@ -1,11 +1,13 @@
 """The `flowjit` command line (`python -m flowjit ...` or the `flowjit` script).
 
 Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
-`ops` (the registered op types and their traits, generated from the registry) and
-`bench [session|compiler|all]` (the session-overhead benchmark and the compiler benchmark
-against NumPy and its peers, each run in a child process so thread-count environment
-variables take effect before NumPy and the peers are imported).  Each subcommand is an
-argparse sub-parser whose handler is attached with `set_defaults(handler=...)`.
+`ops` (the registered op types and their traits, generated from the registry), `run`
+(load a saved GraphDef and run ops on it: `runtime/run_cli.py`) and
+`bench [session|compiler|numpy|training|all]` (the session-overhead benchmark, the compiler
+benchmark against NumPy and its peers, the training step W5, each run in a child process so
+thread-count environment variables take effect before NumPy and the peers are imported).
+Each subcommand is an argparse sub-parser whose handler is attached with
+`set_defaults(handler=...)`.
 """
 
 from __future__ import annotations
@@ -80,7 +82,19 @@ def _cmd_bench(args) -> int:
         cmd += ["--quick"] if args.quick else []
         cmd += ["--json", args.json] if args.json else []
         status = subprocess.call(cmd, env=thread_env(threads))
+    if args.which in ("training", "all") and status == 0:
+        from .benchmarks import training_step
+
+        threads = args.threads or os.cpu_count() or 1
+        status = training_step.main([*timing, "--threads", str(threads)]
+                                    + (["--quick"] if args.quick else []))
     return status
+
+
+def _cmd_run(args) -> int:
+    from .runtime.run_cli import run_command
+
+    return run_command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,15 +116,24 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ops.set_defaults(handler=_cmd_ops)
 
+    from .runtime import run_cli
+
+    run = sub.add_parser("run", help="load a saved GraphDef and run ops on it",
+                         description=run_cli.DESCRIPTION, epilog=run_cli.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_cli.add_arguments(run)
+    run.set_defaults(handler=_cmd_run)
+
     bench = sub.add_parser(
         "bench", help="benchmarks: Session.run overhead, the JIT against NumPy and its peers",
         description="session: Session.run of tiny graphs vs NumPy (the default); compiler: "
                     "flowjit.jit vs NumPy, numexpr, numba, JAX, PyTorch, TensorFlow on "
                     "workloads W1-W7 (2-3 minutes on an idle 2-core machine, longer when "
                     "busy); numpy: ordinary NumPy kernels (tests/numpy_corpus.py) under "
-                    "flowjit.jit and numba.njit vs NumPy; all: every one.")
+                    "flowjit.jit and numba.njit vs NumPy; training: W5, steps/s of an MLP "
+                    "training step vs NumPy, JAX, PyTorch, TensorFlow; all: every one.")
     bench.add_argument("which", nargs="?", default="session",
-                       choices=("session", "compiler", "numpy", "all"),
+                       choices=("session", "compiler", "numpy", "training", "all"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "
