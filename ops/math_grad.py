@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes as _dtypes
 from . import math_binary as mb
 from . import math_ops as mo
 from . import math_unary as mu
-from .array_ops import concat, ones_like, reshape, zeros_like
-from .array_ops import range as _range
+from .array_ops import ones_like, reshape, zeros_like
 from .reduction_ops import reduce_sum
-from .shape_ops import rank, shape
+from .shape_ops import shape
 
 
 def sum_to_shape(grad, x):
@@ -41,11 +39,9 @@ def sum_to_shape(grad, x):
     if gs.ndims is not None and gs.ndims == xs.ndims and all(
             d is not None and d != 1 for d in xs.dims):
         return grad  # no dimension of x can have been broadcast
-    x_shape = shape(x)
-    lead = rank(grad) - rank(x)
-    ones = reshape(mo.where(mo.equal(x_shape, 1)), [-1])
-    axes = concat([_range(0, lead), mo.cast(ones, _dtypes.int32) + lead], 0)
-    return reshape(reduce_sum(grad, axes, keepdims=True), x_shape)
+    from .sum_to_shape import sum_to_shape_of   # axes decided when compiled (see there)
+
+    return sum_to_shape_of(grad, shape(x))
 
 
 def _zero(g):

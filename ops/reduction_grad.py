@@ -25,6 +25,7 @@ from .array_ops import range as _range
 from .conversion import static_value
 from .math_grad import sum_to_shape
 from .reduction_ops import reduce_any, reduce_prod, reduce_sum
+from .join_ops import stack
 from .shape_ops import rank, shape, size
 
 
@@ -35,6 +36,12 @@ def _kept_shape(x, axes_t):
         dims = x.shape.as_tuple()
         reduced = {int(a) % len(dims) for a in axes.reshape(-1)} if dims else set()
         return [1 if i in reduced else d for i, d in enumerate(dims)]
+    if axes is not None and x.shape.ndims is not None:
+        n = x.shape.ndims
+        reduced = {int(a) % n for a in axes.reshape(-1)} if n else set()
+        x_shape = shape(x)
+        return stack([1 if i in reduced else (d if d is not None else x_shape[i])
+                      for i, d in enumerate(x.shape.dims)]) if n else []
     x_shape = shape(x)
     r = rank(x)
     axes_norm = mo.floormod(mo.cast(reshape(axes_t, [-1]), _dtypes.int32), r)

@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 import flowjit as tf
+from flowjit.ops.sum_to_shape import sum_to_shape_of
 from flowjit.ops.array_ops import CONJUGATE_TRANSPOSE
 from flowjit.ops.builder import make_op
 
@@ -181,6 +182,8 @@ CASES = {
                             [_u(2, 3)]),
                    GradCase("batch dims", lambda p: tf.gather(p, [[1], [0]], axis=1,
                                                               batch_dims=1), [_u(2, 3)])),
+    "SumToShape": _one("lead and size-1 axes", lambda g: sum_to_shape_of(g, [3, 1]),
+                       _u(2, 3, 4)),
     "TensorScatterUpdate": _one("rows, one repeated", lambda t, u: tf.tensor_scatter_nd_update(
         t, [[2], [0]], u), _u(3, 2), _u(2, 2)),
     "GatherNd": _one("pairs", lambda p: tf.gather_nd(p, [[1, 0], [0, 2], [1, 0]]), _u(2, 3)),

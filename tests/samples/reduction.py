@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import flowjit as tf
+from flowjit.ops.sum_to_shape import sum_to_shape_of
 
 from . import OpCase
 from .strategies import FLOAT_DTYPES, INT_DTYPES, arrays, shapes
@@ -133,8 +134,29 @@ def _arg(draw, op_type):
     return OpCase(build, {"x": x} if fed else {}, expected)
 
 
+@st.composite
+def _sum_to_shape(draw):
+    dtype = draw(st.sampled_from(FLOAT_DTYPES + INT_DTYPES))
+    target = draw(shapes(max_dims=3, max_side=4))
+    lead = draw(shapes(max_dims=2, max_side=3))
+    grad_shape = tuple(lead) + tuple(d if d != 1 else draw(st.integers(1, 3)) for d in target)
+    g = draw(arrays(dtype, grad_shape))
+    axes = tuple(range(len(lead))) + tuple(len(lead) + i for i, d in enumerate(target)
+                                           if d == 1 and grad_shape[len(lead) + i] != 1)
+    expected = g.sum(axis=axes, dtype=dtype).reshape(target) if axes else g
+    fed = draw(st.booleans())
+
+    def build():
+        inp = tf.placeholder(tf.as_dtype(dtype), name="g") if fed else tf.constant(g)
+        return [sum_to_shape_of(inp, list(target))]
+
+    tol = 1e-3 if dtype == np.float32 else 1e-9
+    return OpCase(build, {"g": g} if fed else {}, lambda f: [expected], rtol=tol, atol=tol)
+
+
 SAMPLES = {
     **{name: _reduction(name) for name in _FN},
     "ArgMax": _arg("ArgMax"),
     "ArgMin": _arg("ArgMin"),
+    "SumToShape": _sum_to_shape(),
 }

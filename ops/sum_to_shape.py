@@ -1,0 +1,97 @@
+"""SumToShape (`sum_to_shape_of`): the adjoint of broadcasting, for gradients.
+
+`output = sum of grad over its leading axes and over the axes where shape[i] == 1 but
+grad's dim is not`, reshaped to `shape`. Gradients of broadcasting ops (ops/math_grad.py)
+use it when the operand's sizes are not all known while the graph is built (a placeholder
+of shape [None, 8]): instead of computing the reduction axes at run time (a data-dependent
+`where` over the shape, which nothing can compile), the axes are decided when the op is
+lowered, from the signature the cluster is compiled for, which knows which sizes are 1.
+The reference kernel decides from the actual sizes, the same rule. Its gradient is
+broadcasting back (`broadcast_to`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiler import ir
+from ..compiler.graph import Tensor
+from ..compiler.ir import Combiner
+from ..compiler.ir_build import reduce_axes, remap
+from ..compiler.lowering import NotLowerable
+from .builder import INDEX_TYPES, NUMERIC, check_dtype, graph_for, make_op, to_tensor
+from .conversion import static_shape_from_tensor
+from .registry import OpDef
+
+__all__ = ["sum_to_shape_of"]
+
+
+def _infer(op):
+    grad, shape = op.inputs
+    check_dtype(grad, NUMERIC, "grad")
+    check_dtype(shape, INDEX_TYPES, "shape")
+    return [(grad.dtype, static_shape_from_tensor(shape))]
+
+
+def _axes(grad_shape, target) -> list:
+    lead = len(grad_shape) - len(target)
+    if lead < 0:
+        raise ValueError(f"cannot sum a tensor of shape {list(grad_shape)} to the larger "
+                         f"shape {list(target)}")
+    return list(range(lead)) + [lead + i for i, d in enumerate(target)
+                                if d == 1 and grad_shape[lead + i] != 1]
+
+
+def _kernel(ctx, inputs, attrs):
+    grad, shape = inputs
+    target = tuple(int(d) for d in shape)
+    axes = _axes(grad.shape, target)
+    out = grad.sum(axis=tuple(axes)) if axes else grad
+    return [np.asarray(out, dtype=grad.dtype).reshape(target)]
+
+
+SUM_TO_SHAPE = OpDef("SumToShape", _infer, _kernel,
+                     doc="grad summed over the axes broadcasting added, to `shape`.")
+
+
+def sum_to_shape_of(grad, shape, name=None) -> Tensor:
+    """`grad` summed over the axes that broadcasting to grad's shape expanded from `shape`."""
+    graph = graph_for((grad, shape))
+    grad = to_tensor(grad, graph=graph, name="grad")
+    if not isinstance(shape, Tensor):
+        shape = np.asarray(shape, dtype=np.int32).reshape(-1)
+    shape = to_tensor(shape, graph=graph, name="shape")
+    return make_op(SUM_TO_SHAPE, [grad, shape], {}, name, graph=graph).outputs[0]
+
+
+def _lower(ctx, op, inputs):
+    g = inputs[0]
+    target = ctx.symbolic_ints(op.inputs[1])
+    lead = len(g.shape) - len(target)
+    if lead < 0:
+        raise NotLowerable(f"{op.name}: target rank above the gradient's")
+    axes = list(range(lead))
+    for i, d in enumerate(target):
+        gd = g.shape[lead + i]
+        if ir.is_const(d, 1):
+            if not ir.is_const(gd, 1):
+                axes.append(lead + i)
+        else:   # not 1 in this signature: broadcasting left it alone
+            ctx.check_equal(d, gd, f"{op.name}: gradient and target sizes differ")
+    node = reduce_axes(g, axes, keepdims=True, combiner=Combiner.ADD) if axes else g
+    if lead:
+        shape = list(node.shape[lead:])
+        node = remap(node, shape, lambda av: [ir.index(0)] * lead + list(av))
+    return [node]
+
+
+def _gradient(op, g):
+    from .array_ops import broadcast_to
+    from .shape_ops import shape
+
+    return [broadcast_to(g, shape(op.inputs[0])), None]
+
+
+SUM_TO_SHAPE.lower = _lower
+OP_DEFS = (SUM_TO_SHAPE,)
+GRADIENTS = ((SUM_TO_SHAPE, _gradient),)
