@@ -82,6 +82,51 @@ def pow2i(typingctx, n):
     return fty(fty), codegen
 
 
+# "Shifter" floats: z = SHIFTER + v rounds v to the nearest integer n, which lands in z's low
+# mantissa bits: bits(SHIFTER + n) == bits(SHIFTER) + n for SHIFTER = 1.5 * 2**mantissa_bits
+# and |n| < 2**(mantissa_bits - 1); z - SHIFTER == n exactly.
+
+
+def _shifter_exponent(context, builder, fty, z):
+    # n << mantissa_bits for z = SHIFTER + n; the shift drops SHIFTER's own bits
+    lity = context.get_value_type(_INT_OF[fty])
+    return builder.shl(builder.bitcast(z, lity), ir.Constant(lity, _MANT_BITS[fty]))
+
+
+@intrinsic
+def ldexp_shifter(typingctx, y, z):
+    """y * 2**n for z = SHIFTER + n, by adding n to y's exponent field (two integer ops).
+
+    Exact while y and the result are normal (or y is +-0 and n is 0); otherwise the bits are
+    meaningless but defined (any z, NaN and inf included), so callers patch those with selects.
+    """
+    fty = _float_type(y)
+    if z != fty:
+        raise TypingError("ldexp_shifter arguments must have the same float type")
+
+    def codegen(context, builder, sig, args):
+        lity = context.get_value_type(_INT_OF[fty])
+        bits = builder.bitcast(args[0], lity)
+        bits = builder.add(bits, _shifter_exponent(context, builder, fty, args[1]))
+        return builder.bitcast(bits, context.get_value_type(fty))
+
+    return fty(fty, fty), codegen
+
+
+@intrinsic
+def pow2_neg_shifter(typingctx, z):
+    """2**-n for z = SHIFTER + n with 2**-n normal (-126 <= n <= 126 in f32); no checks."""
+    fty = _float_type(z)
+
+    def codegen(context, builder, sig, args):
+        lity = context.get_value_type(_INT_OF[fty])
+        one_bits = ir.Constant(lity, _BIAS[fty] << _MANT_BITS[fty])
+        bits = builder.sub(one_bits, _shifter_exponent(context, builder, fty, args[0]))
+        return builder.bitcast(bits, context.get_value_type(fty))
+
+    return fty(fty), codegen
+
+
 def _unary(llvm_name: str, doc: str):
     def typer(typingctx, x):
         fty = _float_type(x)

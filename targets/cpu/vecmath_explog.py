@@ -21,6 +21,22 @@ Algorithms (coefficients in vecmath_coeffs):
 - tanh: e/(e+2) with e = expm1(2|x|), |x| clamped where tanh rounds to 1, sign copied back.
 - sigmoid: e = exp(-|x|); 1/(1+e) for x >= 0, e/(1+e) otherwise (the reference kernel's form).
 Special values are patched with selects at the end, never with branches.
+
+float32 replaces exp, expm1 and tanh with cheaper forms (`_make_exp_f32`; float64 keeps the
+above). n is read from the bits of the "shifter" sum z = x*log2(e) + 1.5*2**23 (no rint or
+float->int conversion) and 2**n is applied by adding n to the exponent field of the result
+(ldexp_shifter: two integer ops) instead of two multiplications:
+- exp: r as above but rounded once (no Fast2Sum term), exp(r) = 1 + r*(1 + r*G(r)) (Horner,
+  6 FMAs, G minimax for exp's relative error). For x < 0 the exponent add uses n + 64 and the
+  result is multiplied by 2**-64: exact on normal results, one correct rounding into the
+  subnormals. x > 88.7228... (overflow) and NaN are patched with one select from x + inf.
+- expm1: the float64 algorithm (Fast2Sum term kept: expm1 cancels near |n| = 1) with the
+  shifter n and the exponent-add scaling, overflow patched as in exp.
+- tanh: |x| < 0.625: |x| + |x|**3 * P(x**2) (minimax); otherwise 1 - 2/(exp(2|x|) + 1), whose
+  error in exp is damped by 2/(exp(2|x|) + 1) < 0.45 (|x| clamped at 10, so exp is always
+  normal there); sign copied back (keeps -0.0; NaN takes the polynomial side).
+Exhaustively checked over all 2**32 float32 inputs against float64 libm rounded to float32:
+exp, expm1 and tanh are all within 1 ulp.
 """
 
 from __future__ import annotations
@@ -31,7 +47,8 @@ import numpy as np
 from numba import njit
 
 from . import vecmath_coeffs as K
-from .vecmath_bits import copysign, fabs, fmadd, frexp_sqrt2, pow2i, rint
+from .vecmath_bits import (
+    copysign, fabs, fmadd, frexp_sqrt2, ldexp_shifter, pow2_neg_shifter, pow2i, rint)
 
 _EXPQ = {np.float64: K.EXPQ64, np.float32: K.EXPQ32}
 _LOGT = {np.float64: K.LOGT64, np.float32: K.LOGT32}
@@ -158,6 +175,9 @@ def make_explog(F: type) -> dict[str, Callable]:
         e = expm1(ax + ax)
         return copysign(e / (e + two), x)
 
+    if F is np.float32:
+        exp, expm1, tanh = _make_exp_f32()
+
     @njit(**_JIT)
     def sigmoid(x):
         e = exp(-fabs(x))
@@ -166,3 +186,78 @@ def make_explog(F: type) -> dict[str, Callable]:
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
             "sigmoid": sigmoid}
+
+
+def _make_exp_f32() -> tuple[Callable, Callable, Callable]:
+    """float32 exp, expm1 and tanh that scale by 2**n with an integer add on the exponent bits.
+
+    Same reduction as make_explog's (x = n*ln2 + r, hi = x - n*ln2_hi exact), but n comes from
+    the shifter sum z = x*log2(e) + 1.5*2**23, whose low bits are n: no rint, no conversions.
+    """
+    f = np.float32
+    zero, one, two, inf = f(0.0), f(1.0), f(2.0), f(np.inf)
+    shifter = f(1.5 * 2.0 ** 23)
+    log2e, ln2_hi, ln2_lo = f(_LOG2E[f]), f(_LN2_HI[f]), f(_LN2_LO[f])
+    exp_lo, expm1_lo = f(_EXP_LO[f]), f(_EXPM1_LO[f])
+    # largest float32 whose exp is finite (rounds to FLT_MAX); n = 128 there but exp(r) < 1
+    exp_max = f(88.72283172607422)
+    sub_shift, sub_scale = shifter + f(64.0), f(2.0 ** -64)  # ldexp_shifter(y, sub_shift): y*2**64
+    expm1_nt = shifter + f(_EXPM1_NT[f])
+    tanh_clamp, tanh_small = f(_TANH_CLAMP[f]), f(0.625)
+    expg = _horner(tuple(f(c) for c in K.EXPG32))
+    expq = _horner(tuple(f(c) for c in K.EXPQ32))
+    tanhp = _horner(tuple(f(c) for c in K.TANHP32))
+
+    @njit(**_JIT)
+    def _reduce(xs):
+        # (z, r): z = shifter + n, xs = n*ln2 + r, |r| <= ln2/2 + 2e-6, r rounded once
+        z = fmadd(xs, log2e, shifter)
+        n = z - shifter
+        hi = fmadd(n, -ln2_hi, xs)  # exact (n*ln2_hi has few bits, |n| <= 150)
+        return z, fmadd(n, -ln2_lo, hi)
+
+    @njit(**_JIT)
+    def _exp_normal(xs):
+        # exp(xs) while the result is normal (in particular for 0 <= xs <= exp_max)
+        z, r = _reduce(xs)
+        return ldexp_shifter(fmadd(r, fmadd(r, expg(r), one), one), z)
+
+    @njit(**_JIT)
+    def exp(x):
+        xs = exp_lo if x < exp_lo else x  # -inf -> exp_lo (exp is 0); NaN passes
+        z, r = _reduce(xs)
+        p = fmadd(r, fmadd(r, expg(r), one), one)  # exp(r), r*(1 + r*G) rounded once
+        y = ldexp_shifter(p, z)  # exact while the result is normal
+        # x < 0: add 64 more to the exponent (the integer adds wrap back: p*2**(n+64) is exact
+        # and normal) and round once by * 2**-64, which gives the subnormal results
+        y = ldexp_shifter(y, sub_shift) * sub_scale if xs < zero else y
+        return y if x <= exp_max else x + inf  # overflow -> inf, NaN -> NaN
+
+    @njit(**_JIT)
+    def expm1(x):
+        xs = x if x > expm1_lo else expm1_lo  # NaN -> expm1_lo, restored below
+        z = fmadd(xs, log2e, shifter)
+        n = z - shifter
+        hi = fmadd(n, -ln2_hi, xs)  # exact
+        lo = n * ln2_lo
+        r = hi - lo
+        c = (hi - r) - lo  # rounding error of r (Fast2Sum), worth ~1 ulp near |n| = 1
+        t = fmadd(r * r, expq(r), c)  # expm1(r) = r + t
+        zt = z if z < expm1_nt else expm1_nt
+        # (1 - 2**-n) + r is exact for |n| <= 1, where it cancels; t is small
+        y = ldexp_shifter(((one - pow2_neg_shifter(zt)) + r) + t, z)
+        y = y if x <= exp_max else x + inf
+        return x if x == zero else y  # keeps -0.0
+
+    @njit(**_JIT)
+    def tanh(x):
+        ax = fabs(x)
+        # |x| >= 0.625: 1 - 2/(exp(2|x|) + 1), exp's error damped by 2/(exp(2|x|) + 1) < 0.45
+        big = ax if ax < tanh_clamp else tanh_clamp
+        t_big = one - two / (_exp_normal(big + big) + one)
+        # |x| < 0.625 (and NaN): odd polynomial, in |x| so that the sign comes back with -0.0
+        x2 = ax * ax
+        t_small = fmadd(ax * x2, tanhp(x2), ax)
+        return copysign(t_big if ax >= tanh_small else t_small, x)
+
+    return exp, expm1, tanh
