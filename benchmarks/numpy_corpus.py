@@ -38,7 +38,6 @@ import contextlib
 import dataclasses
 import importlib.util
 import json
-import logging
 import math
 import os
 import platform
@@ -51,6 +50,7 @@ import time
 
 import numpy as np
 
+from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, MAX_RETRIES, Measurement, calibrate, measure,
                      pin_threads, thread_env, time_batch)
@@ -166,28 +166,6 @@ def kernel_copy(args: tuple) -> tuple:
 
 
 # --- the variants ------------------------------------------------------------------------------
-
-
-class _Warnings(logging.Handler):
-    """Collects the messages of WARNING records (instead of printing them)."""
-
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages: list = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage().removeprefix("flowjit.jit: "))
-
-
-@contextlib.contextmanager
-def _flowjit_warnings():
-    """Collect what the `flowjit` loggers warn (e.g. a JIT falling back to reference kernels)."""
-    handler, logger = _Warnings(), logging.getLogger("flowjit")
-    logger.addHandler(handler)
-    try:
-        yield handler.messages
-    finally:
-        logger.removeHandler(handler)
 
 
 def build_variant(variant: str, kernel):
@@ -335,13 +313,6 @@ def run_kernel(kernel, variants, repeats: int, target_seconds: float, size: str 
 # --- the report --------------------------------------------------------------------------------
 
 
-def _unit(seconds: float) -> tuple:
-    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if seconds >= scale:
-            return scale, name
-    return 1e-6, "us"
-
-
 def _fmt(seconds: float) -> str:
     scale, unit = _unit(seconds)
     return f"{seconds / scale:.3g} {unit}"
@@ -439,14 +410,6 @@ def print_summary(rows: list, summary: dict, out) -> None:
               f"{gm[LABELS['numba']]:.2f}", file=out)
     else:
         print("  no kernel ran under both flowjit.jit and numba.njit", file=out)
-
-
-def _version(module: str) -> str:
-    try:
-        mod = sys.modules.get(module) or __import__(module)
-        return getattr(mod, "__version__", "?")
-    except Exception:  # noqa: BLE001 - not installed
-        return "-"
 
 
 def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float = 0.1,

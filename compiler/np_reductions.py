@@ -98,16 +98,20 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, std=False, *
     return _finish(wrap(result), out)
 
 
-def arg_extreme(x, axis=None, out=None, keepdims=False, largest=True):
-    """np.argmax / np.argmin, NaN first as NumPy does."""
-    tf = api()
+def _one_axis(x, axis):
+    """(traced x, its tensor, axis) for functions of one axis where None means the
+    flattened array (argmax, cumsum, ...)."""
     x = _traced(x)
     t = x._as_graph_tensor()
     if axis is None:
-        t = tf.reshape(t, [-1])
-        ax = 0
-    else:
-        ax = normalize_axes(axis, x.ndim)[0]
+        return x, api().reshape(t, [-1]), 0
+    return x, t, normalize_axes(axis, x.ndim)[0]
+
+
+def arg_extreme(x, axis=None, out=None, keepdims=False, largest=True):
+    """np.argmax / np.argmin, NaN first as NumPy does."""
+    tf = api()
+    x, t, ax = _one_axis(x, axis)
     dims = t.shape.as_list()
     if dims[ax] == 0:
         raise ValueError(f"attempt to get {'argmax' if largest else 'argmin'} of an empty "
@@ -127,13 +131,7 @@ def arg_extreme(x, axis=None, out=None, keepdims=False, largest=True):
 def cumulative(x, axis=None, dtype=None, out=None, product=False):
     """np.cumsum / np.cumprod: Hillis-Steele scan (ceil(log2 n) shifted combines)."""
     tf = api()
-    x = _traced(x)
-    t = x._as_graph_tensor()
-    if axis is None:
-        t = tf.reshape(t, [-1])
-        ax = 0
-    else:
-        ax = normalize_axes(axis, x.ndim)[0]
+    x, t, ax = _one_axis(x, axis)
     fn = np.cumprod if product else np.cumsum
     rdt = fn(np.zeros(1, x.dtype), dtype=dtype).dtype
     t = to_tensor(t, rdt)
