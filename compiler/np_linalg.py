@@ -41,7 +41,21 @@ def matmul(a, b):
     if rb == 1:
         r = tf.matmul(ta, tf.expand_dims(tb, -1))
         return wrap(tf.squeeze(r, [-1]))
+    if ra == rb == 2:   # a transposed operand is BLAS's transpose flag, not a copy
+        (ta, flip_a), (tb, flip_b) = _untransposed(ta), _untransposed(tb)
+        return wrap(tf.matmul(ta, tb, transpose_a=flip_a, transpose_b=flip_b))
     return wrap(tf.matmul(ta, tb))
+
+
+def _untransposed(t):
+    """(x, True) when `t` is Transpose(x, [1, 0]) of a matrix, else (t, False)."""
+    from ..ops.conversion import static_value
+
+    if t.op.type == "Transpose" and t.shape.ndims == 2:
+        perm = static_value(t.op.inputs[1])
+        if perm is not None and list(np.asarray(perm).reshape(-1)) == [1, 0]:
+            return t.op.inputs[0], True
+    return t, False
 
 
 def dot(a, b, out=None):

@@ -264,3 +264,11 @@ def test_flowjit_ops_and_numpy_calls_mix():
     x = np.linspace(-2, 2, 9, dtype=np.float32)
     f = tf.jit(lambda x: tf.tanh(x) + np.exp(x) * 2)
     np.testing.assert_allclose(f(x), np.tanh(x) + np.exp(x) * 2, rtol=1e-6, atol=1e-6)
+
+
+def test_transposed_matmul_operand_is_a_blas_flag_not_a_copy():
+    x = np.random.default_rng(5).standard_normal((7, 3))
+    f = tf.jit(lambda x: x.T @ x)
+    np.testing.assert_allclose(f(x), x.T @ x, rtol=1e-12)
+    source = f.lower(x).source
+    assert ".T," in source and source.count("np.empty(") == 1   # only the result buffer
