@@ -13,3 +13,5 @@ def fresh_graph():
     tf.reset_default_graph()
     yield
     tf.reset_default_graph()
+    # kernel cache entries are written on background threads: let none outlive its test
+    tf.wait_for_cache_writes()

@@ -18,7 +18,9 @@ def test_readme_python_examples_run(capsys):
     for i, block in enumerate(blocks):
         exec(compile(block, f"README.md[python block {i}]", "exec"), {"__name__": "__readme__"})
     printed = capsys.readouterr().out
-    loss = float(re.search(r"\[(?:np\.float32\()?([-0-9.e]+)", printed).group(1))
+    found = re.search(r"\[(?:np\.float32\()?([-0-9.e]+)", printed)
+    assert found, f"no loss printed by the README example; it printed:\n{printed[:2000]}"
+    loss = float(found.group(1))
     assert loss < 1e-4  # the example's regression converges, as its comment says
 
 

@@ -207,3 +207,36 @@ def test_ir_fingerprint_is_canonical():
     material = cache.key_material(program, {"a": 1})
     assert cache.key_of(material) == cache.key_of(cache.key_material(_program(2.0), {"a": 1}))
     assert cache.key_of(material) != cache.key_of(cache.key_material(program, {"a": 2}))
+
+
+STDOUT_WORKER = textwrap.dedent("""
+    import io, sys, time
+    import numpy as np
+    import flowjit as tf
+
+    f = tf.jit(lambda x: tf.exp(x) * 2)
+    f(np.ones(5, np.float32))          # a miss: the entry compiles on a writer thread
+    mine, real = io.StringIO(), sys.stdout
+    sys.stdout = mine
+    swapped = 0
+    deadline = time.time() + 1.5
+    while time.time() < deadline:
+        if sys.stdout is not mine:
+            swapped += 1
+            sys.stdout = mine
+        time.sleep(0.001)
+    tf.wait_for_cache_writes()
+    sys.stdout = real
+    print("SWAPPED", swapped)
+""")
+
+
+def test_background_cache_writes_leave_sys_stdout_alone(tmp_path):
+    """numba's message highlighting (colorama) replaces sys.stdout globally; compiled on
+    the writer thread, it used to undo a redirection made meanwhile by the main thread."""
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", None)
+    out = subprocess.run([sys.executable, "-c", STDOUT_WORKER], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "SWAPPED 0" in out.stdout, out.stdout
