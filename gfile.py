@@ -245,28 +245,58 @@ def Walk(top, in_order: bool = True):
         yield dirpath, sorted(dirs), sorted(files)
 
 
-def atomic_write_string_to_file(filename, contents, overwrite: bool = True) -> None:
-    """Write `contents` (str or bytes) so that `filename` is either untouched or complete.
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
-    Writes a temporary file in the same directory, then `os.replace`s it over `filename`;
-    on any failure the temporary file is removed and an existing file is left as it was.
-    """
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's files are 0600
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename in `directory` durable (not every platform lets a directory be fsynced)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_atomically(path, chunks) -> None:
+    """Write the byte `chunks` so that `path` is either untouched or complete and durable.
+
+    A temporary file in the same directory (with the mode `open` would give) is written and
+    fsynced, then `os.replace`d over `path`, then the directory is fsynced; on any failure
+    the temporary file is removed and an existing file is left as it was."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
+                               suffix=".tmp")
+    try:
+        with contextlib.suppress(OSError, AttributeError):  # no fchmod on some platforms
+            os.fchmod(fd, _FILE_MODE)
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+def atomic_write_string_to_file(filename, contents, overwrite: bool = True) -> None:
+    """Write `contents` (str or bytes) so that `filename` is either untouched or complete
+    (see `write_atomically`)."""
     filename = os.fspath(filename)
     if isinstance(contents, str):
         contents = contents.encode("utf-8")
     if not overwrite and os.path.exists(filename):
         raise errors.AlreadyExistsError(None, None, f"{filename} already exists")
-    directory = os.path.dirname(os.path.abspath(filename))
     with _os_errors(filename):
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(filename)}.",
-                                   suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(bytes(contents))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, filename)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
+        write_atomically(filename, [bytes(contents)])

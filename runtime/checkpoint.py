@@ -37,12 +37,12 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.graph import GraphKeys, Tensor, get_default_graph
+from ..gfile import write_atomically
 from ..errors import DataLossError, InvalidArgumentError, NotFoundError
 from ..ops.basic_ops import group, placeholder
 from ..ops.variables import assign
@@ -57,47 +57,7 @@ _MAGIC = b"FJCKPT\x00\x01"
 _DIGEST = 32
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's files are 0600
-
-
 # --- files ----------------------------------------------------------------------------------------
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make a rename in `directory` durable (not every platform lets a directory be fsynced)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _write_atomically(path: str, chunks) -> None:
-    """Write the byte chunks so that `path` is either untouched or complete."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
-                               suffix=".tmp")
-    try:
-        with contextlib.suppress(OSError, AttributeError):  # no fchmod on some platforms
-            os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-    _fsync_dir(directory)
 
 
 def _data_path(prefix: str) -> str:
@@ -151,7 +111,7 @@ def write_checkpoint(path: str, arrays: dict) -> None:
     digest = hashlib.sha256()
     for chunk in chunks:
         digest.update(chunk)
-    _write_atomically(path, [*chunks, digest.digest()])
+    write_atomically(path, [*chunks, digest.digest()])
 
 
 def read_checkpoint(save_path) -> dict:
@@ -243,7 +203,7 @@ def _write_state(directory: str, paths: list, latest_filename=None) -> None:
            os.path.abspath(directory) else p for p in paths]
     lines = [f"model_checkpoint_path: {json.dumps(rel[-1])}"]
     lines += [f"all_model_checkpoint_paths: {json.dumps(p)}" for p in rel]
-    _write_atomically(os.path.join(directory, latest_filename or STATE_FILENAME),
+    write_atomically(os.path.join(directory, latest_filename or STATE_FILENAME),
                       [("\n".join(lines) + "\n").encode("utf-8")])
 
 
