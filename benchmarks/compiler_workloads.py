@@ -39,13 +39,13 @@ import logging
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
-from .timing import BUSY_ELSEWHERE_LIMIT, measure, pin_threads, thread_env
+from .timing import (BUSY_ELSEWHERE_LIMIT, measure, pin_threads, print_row_notes, rerun_in_child,
+                     thread_env)
 from .workloads import (DEFAULT, QUICK, SGEMM_FLOPS, WORKLOADS, Case, build_cases,
                         check_output)
 
@@ -195,13 +195,7 @@ def print_case(case: Case, rows: list, out) -> None:
               f"{spread:>17} {row.ratio_to_numpy or float('nan'):7.2f} {rate_text} {limit} "
               f"{row.threads_used:4.1f} {first:>9} {row.error_vs_tolerance:7.2g} "
               f"{row.retries:5d}", file=out)
-    for row in rows:
-        if row.note:
-            print(f"  note, {row.variant}: {row.note}", file=out)
-    busy = max((r.busy_elsewhere for r in rows if r.busy_elsewhere is not None), default=0.0)
-    if busy > BUSY_ELSEWHERE_LIMIT:
-        print(f"  ! other processes kept up to {busy:.1f} cores busy during these batches "
-              "(after retries): times and ratios are unreliable", file=out)
+    print_row_notes(rows, out)
 
 
 def print_summary(rows: list, out) -> None:
@@ -325,10 +319,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     workloads = _parse_list(args.workloads, WORKLOADS, "workload")
     peers = _parse_list(args.peers, PEER_KEYS + ("numpy", "flowjit"), "peer")
-    if os.environ.get("FLOWJIT_BENCH_THREADS") != str(args.threads):
-        cmd = [sys.executable, "-m", "flowjit.benchmarks.compiler_workloads"]
-        return subprocess.call(cmd + list(argv if argv is not None else sys.argv[1:]),
-                               env=child_env(args.threads))
+    status = rerun_in_child("flowjit.benchmarks.compiler_workloads", argv, args.threads,
+                            child_env(args.threads))
+    if status is not None:
+        return status
     pin_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 7)
     result = run(workloads, peers, QUICK if args.quick else DEFAULT, repeats,

@@ -43,7 +43,6 @@ import os
 import platform
 import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -53,7 +52,7 @@ import numpy as np
 from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, MAX_RETRIES, Measurement, calibrate, measure,
-                     pin_threads, thread_env, time_batch)
+                     pin_threads, print_row_notes, rerun_in_child, time_batch)
 
 VARIANTS = ("numpy", "flowjit", "numba")
 LABELS = {"numpy": "numpy", "flowjit": "flowjit.jit", "numba": "numba.njit"}
@@ -348,13 +347,7 @@ def print_kernel(kernel, rows: list, out, size: str = "bench") -> None:
               f"{row.ratio_to_numpy or float('nan'):7.2f} {row.threads_used:4.1f} "
               f"{_fmt(row.first_call_s):>9} {row.error_vs_tolerance:7.2g} "
               f"{row.retries:5d}", file=out)
-    for row in rows:
-        if row.note:
-            print(f"  note, {row.variant}: {row.note}", file=out)
-    busy = max((r.busy_elsewhere for r in rows if r.busy_elsewhere is not None), default=0.0)
-    if busy > BUSY_ELSEWHERE_LIMIT:
-        print(f"  ! other processes kept up to {busy:.1f} cores busy during these batches "
-              "(after retries): times and ratios are unreliable", file=out)
+    print_row_notes(rows, out)
 
 
 def geomean(values: list) -> float | None:
@@ -491,10 +484,9 @@ def main(argv=None) -> int:
     names = tuple(k.name for k in load_corpus().CORPUS)
     kernels = _parse_list(args.kernels, names, "kernel") or None
     variants = _parse_list(args.variants, VARIANTS, "variant")
-    if os.environ.get("FLOWJIT_BENCH_THREADS") != str(args.threads):
-        cmd = [sys.executable, "-m", "flowjit.benchmarks.numpy_corpus"]
-        return subprocess.call(cmd + list(argv if argv is not None else sys.argv[1:]),
-                               env=thread_env(args.threads))
+    status = rerun_in_child("flowjit.benchmarks.numpy_corpus", argv, args.threads)
+    if status is not None:
+        return status
     pin_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 7)
     target = args.target_seconds or (0.03 if args.quick else 0.1)

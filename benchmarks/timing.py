@@ -144,3 +144,29 @@ def measure(variants: dict, repeats: int, target_seconds: float) -> list:
             m.threads.append(threads)
             m.elsewhere.append(elsewhere)
     return [results[name] for name in names]
+
+
+def rerun_in_child(module: str, argv, threads: int, env: dict | None = None) -> int | None:
+    """Run `python -m module argv` with every runtime pinned to `threads` (most read their
+    thread counts once, at import) and return its exit status; None when this process is
+    already that child (`FLOWJIT_BENCH_THREADS` says so), which should then measure."""
+    import subprocess
+    import sys
+
+    if os.environ.get("FLOWJIT_BENCH_THREADS") == str(threads):
+        return None
+    args = list(argv if argv is not None else sys.argv[1:])
+    return subprocess.call([sys.executable, "-m", module, *args],
+                           env=env if env is not None else thread_env(threads))
+
+
+def print_row_notes(rows, out) -> None:
+    """The notes of measured rows, then a warning when other processes kept the machine
+    busy during the batches (rows with `variant`, `note` and `busy_elsewhere`)."""
+    for row in rows:
+        if row.note:
+            print(f"  note, {row.variant}: {row.note}", file=out)
+    busy = max((r.busy_elsewhere for r in rows if r.busy_elsewhere is not None), default=0.0)
+    if busy > BUSY_ELSEWHERE_LIMIT:
+        print(f"  ! other processes kept up to {busy:.1f} cores busy during these batches "
+              "(after retries): times and ratios are unreliable", file=out)

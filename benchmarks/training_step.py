@@ -36,14 +36,13 @@ import contextlib
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 from .peers import describe
-from .timing import measure, pin_threads
+from .timing import measure, pin_threads, rerun_in_child
 
 LR, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 1e-8
 CASES = {"small": (100, 32, 16, 8), "large": (4096, 32, 1024, 8)}
@@ -346,12 +345,12 @@ def main(argv=None) -> int:
         parser.error(f"unknown systems: {', '.join(unknown)}")
     if "numpy" not in systems:
         systems.insert(0, "numpy")
-    if os.environ.get("FLOWJIT_BENCH_THREADS") != str(args.threads):
-        from .compiler_workloads import child_env
+    from .compiler_workloads import child_env
 
-        cmd = [sys.executable, "-m", "flowjit.benchmarks.training_step"]
-        return subprocess.call(cmd + list(argv if argv is not None else sys.argv[1:]),
-                               env=child_env(args.threads))
+    status = rerun_in_child("flowjit.benchmarks.training_step", argv, args.threads,
+                            child_env(args.threads))
+    if status is not None:
+        return status
     pin_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 7)
     out = sys.stdout
