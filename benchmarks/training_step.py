@@ -10,8 +10,9 @@ Systems (each skipped with the reason when not installed):
 - flowjit: `Session.run([cost, train], feed_dict)` on the example's graph (tf.train
   .AdamOptimizer), with auto-clustering compiling on the first run (`flowjit`) and with
   `ConfigProto(jit=False)`, every op's NumPy reference kernel (`flowjit nojit`);
-- flowjit value_and_grad: a marked place for `flowjit.jit(flowjit.value_and_grad(...))`
-  plus Adam, skipped while `flowjit.value_and_grad` does not exist;
+- flowjit v&g: one `flowjit.jit` function holding `flowjit.value_and_grad` of the loss and
+  the Adam update; the state (params, slots, beta powers as 0-d float32 arrays, never Python
+  numbers, which would be static and recompile) goes in and comes back as arrays;
 - jax: `jax.jit` of the whole step (`jax.value_and_grad` + Adam written in jnp);
 - torch: eager autograd + `torch.optim.Adam`;
 - tensorflow: `tf.compat.v1` Session running the same graph as flowjit.
@@ -145,17 +146,52 @@ def make_flowjit_nojit(x, y, init, threads):
     return _session_step(tf, x, y, init, tf.ConfigProto(jit=False))
 
 
-def make_flowjit_value_and_grad(x, y, init, threads):
-    """PLACEHOLDER (another engineer is writing it): flowjit.jit(value_and_grad) + Adam.
+def _mlp_loss(w1, b1, w2, b2, x, y):
+    """The model's cost as ordinary NumPy code (traced by flowjit.value_and_grad)."""
+    err = y - np.tanh(np.tanh(x @ w1 + b1) @ w2 + b2)
+    return np.sum(err * err)
 
-    Fill in: `step = flowjit.jit(<loss, grads, Adam update of (params, m, v, t)>)` written with
-    `flowjit.value_and_grad(loss_fn)`, returning (step, params) like make_numpy.
+
+def make_flowjit_value_and_grad(x, y, init, threads):
+    """flowjit.jit of the whole step: flowjit.value_and_grad of the loss, TF-style Adam.
+
+    The state goes in as separate arrays and comes back as new ones (measured faster than
+    mutating the arguments in place, whose write-back copies each state array, and than
+    passing lists, which miss JitFunction's all-arrays fast path). The bias-correction
+    powers beta1^t, beta2^t are float32 0-d arrays multiplied each step (as TF's
+    beta1_power), never Python numbers, which would be static and recompile every step.
     """
     import flowjit
 
     if not hasattr(flowjit, "value_and_grad"):
         raise Unavailable("flowjit.value_and_grad does not exist yet")
-    raise Unavailable("placeholder: the flowjit.jit(value_and_grad) variant is not written yet")
+    f32 = np.float32
+    loss_and_grads = flowjit.value_and_grad(_mlp_loss, argnums=(0, 1, 2, 3))
+
+    @flowjit.jit
+    def train(w1, b1, w2, b2, m1, mb1, m2, mb2, v1, vb1, v2, vb2, beta1_t, beta2_t, xb, yb):
+        params = (w1, b1, w2, b2)
+        loss, grads = loss_and_grads(*params, xb, yb)
+        beta1_t = beta1_t * f32(BETA1)
+        beta2_t = beta2_t * f32(BETA2)
+        lr_t = f32(LR) * np.sqrt(f32(1) - beta2_t) / (f32(1) - beta1_t)
+        m = [f32(BETA1) * mi + f32(1 - BETA1) * g for mi, g in zip((m1, mb1, m2, mb2), grads)]
+        v = [f32(BETA2) * vi + f32(1 - BETA2) * g * g
+             for vi, g in zip((v1, vb1, v2, vb2), grads)]
+        new = [p - lr_t * mi / (np.sqrt(vi) + f32(EPSILON)) for p, mi, vi in zip(params, m, v)]
+        return (loss, *new, *m, *v, beta1_t, beta2_t)
+
+    # [w1, b1, w2, b2, m (4), v (4), beta1^t, beta2^t]
+    state = ([np.array(p, np.float32) for p in init]
+             + [np.zeros(np.shape(p), np.float32) for _ in "mv" for p in init]
+             + [np.ones((), np.float32), np.ones((), np.float32)])
+    xb, yb = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
+
+    def step():
+        loss, *state[:] = train(*state, xb, yb)
+        return loss
+
+    return step, lambda: state[:4]
 
 
 def make_jax(x, y, init, threads):

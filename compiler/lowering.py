@@ -133,7 +133,7 @@ def lower_cluster(ops, input_tensors, input_specs, output_tensors):
         lower = op.op_def.lower
         if lower is None:
             raise NotLowerable(f"{op.type} has no lowering")
-        ins = [ctx.nodes[t] for t in op.inputs]
+        ins = [ctx.nodes.get(t) for t in op.inputs]  # None: a variable only assigned to
         outs = lower(ctx, op, ins)
         if len(outs) != len(op.outputs):
             raise NotLowerable(f"lowering of {op.type} returned {len(outs)} outputs")

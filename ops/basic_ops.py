@@ -195,5 +195,6 @@ def _lower_const(ctx, op, inputs):
 
 CONST.lower = _lower_const
 IDENTITY.lower = lambda ctx, op, inputs: [inputs[0]]
+NO_OP.lower = lambda ctx, op, inputs: []  # ordering only; a kernel runs its ops in order
 STOP_GRADIENT.lower = lambda ctx, op, inputs: [inputs[0]]
 PLACEHOLDER_WITH_DEFAULT.lower = lambda ctx, op, inputs: [inputs[0]]

@@ -345,3 +345,55 @@ def local_variables_initializer():
 def is_variable_initialized(variable) -> Tensor:
     ref = _ref_tensor(variable)
     return make_op(IS_VARIABLE_INITIALIZED, [ref], {}, "IsVariableInitialized").outputs[0]
+
+
+# --- lowerings (used when a compiled cluster holds the update: runtime/cluster_updates.py) ----
+def _check_shape(ctx, op, node, shape, what: str):
+    """Kernel checks that `node` has `shape` (a TensorShape; unknown dims are not checked)."""
+    from ..compiler.lowering import NotLowerable
+
+    if shape.rank is None:
+        return
+    if len(node.shape) != shape.rank:
+        raise NotLowerable(f"{op.type} of a rank-{len(node.shape)} value into a rank-"
+                           f"{shape.rank} variable (the reference kernel reports it)")
+    for i, (size, want) in enumerate(zip(node.shape, shape.as_list())):
+        if want is not None:
+            from ..compiler import ir
+
+            ctx.check_equal(size, ir.index(want), f"{op.type} '{op.name}': {what} has size "
+                                                   f"different from {want} in dimension {i}")
+
+
+def _lower_assign(ctx, op, inputs):
+    value = inputs[1]
+    if op.get_attr("validate_shape"):
+        _check_shape(ctx, op, value, op.inputs[0].shape, "the value")
+    return [value]
+
+
+def _lowering_of_update(binary_op_def):
+    def lower(ctx, op, inputs):
+        from ..compiler.lowering import NotLowerable
+
+        old, delta = inputs
+        if len(old.shape) != len(delta.shape):
+            raise NotLowerable(f"{op.type} with an update of another rank (the reference "
+                               f"kernel reports it)")
+        for i, (a, b) in enumerate(zip(old.shape, delta.shape)):
+            ctx.check_equal(a, b, f"{op.type} '{op.name}' requires the update to have the "
+                                  f"variable's shape (dimension {i} differs)")
+        return binary_op_def.lower(ctx, op, inputs)
+
+    return lower
+
+
+def _attach_lowerings():
+    from .math_binary import ADD, SUB
+
+    ASSIGN.lower = _lower_assign
+    ASSIGN_ADD.lower = _lowering_of_update(ADD)
+    ASSIGN_SUB.lower = _lowering_of_update(SUB)
+
+
+_attach_lowerings()

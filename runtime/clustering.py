@@ -51,7 +51,9 @@ from ..compiler.lowering import NotLowerable
 from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
-from . import executor
+from ..ops.basic_ops import NO_OP
+from ..ops.variables import VARIABLE_V2
+from . import cluster_updates, executor
 from .config import JitOptions
 from .state import VariableRef
 
@@ -72,12 +74,19 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
-def clusterable(op, fed) -> bool:
-    """Whether `op` may join a cluster (ignoring control edges, which the partition checks)."""
+def clusterable(op, fed, updates: bool = True) -> bool:
+    """Whether `op` may join a cluster (with `updates`, variable updates may too)."""
     op_def = op.op_def
-    if op_def.lower is None or op_def.traits & _EXCLUDED_TRAITS or op_def.ref_inputs:
+    if op_def is NO_OP:
+        return True  # ordering only: inside a kernel every member already runs in order
+    if updates and op_def is VARIABLE_V2:  # the cluster reads the variable itself
+        return op.outputs[0] not in fed and _compilable(op.outputs[0].dtype)
+    if updates and cluster_updates.is_update(op):
+        if any(t in fed for t in (*op.inputs, *op.outputs)):
+            return False
+    elif op_def.lower is None or op_def.traits & _EXCLUDED_TRAITS or op_def.ref_inputs:
         return False
-    if op.control_inputs or any(t in fed for t in op.outputs):
+    if any(t in fed for t in op.outputs):
         return False
     return all(_compilable(t.dtype) for t in (*op.inputs, *op.outputs))
 
@@ -87,18 +96,19 @@ def _compilable(dtype) -> bool:
     return dtype not in (dtypes.string, dtypes.float16) and not dtype.is_complex
 
 
-def partition(ops, fed, max_ops: int = 0) -> list:
+def partition(ops, fed, max_ops: int = 0, updates: bool = True) -> list:
     """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
-    with `max_ops`, no group grows past that many ops."""
+    with `max_ops`, no group grows past that many ops.  Groups grow along data and control
+    edges; with `updates`, variable updates join them (runtime/cluster_updates.py)."""
     index = {op: i for i, op in enumerate(ops)}
-    controlling = {c for op in ops for c in op.control_inputs}
-    ok = [clusterable(op, fed) and op not in controlling for op in ops]
+    ok = [clusterable(op, fed, updates) for op in ops]
     n = len(ops)
-    data_deps = [[index[t.op] for t in op.inputs if t not in fed] for op in ops]
+    data_deps = [[index[t.op] for t in op.inputs if t not in fed]
+                 + [index[c] for c in op.control_inputs] for op in ops]
     succ = [set() for _ in range(n)]   # contracted graph, keyed by cluster representative
     pred = [set() for _ in range(n)]
     for i, op in enumerate(ops):
-        for j in data_deps[i] + [index[c] for c in op.control_inputs]:
+        for j in data_deps[i]:
             succ[j].add(i)
             pred[i].add(j)
     rep = list(range(n))
@@ -160,7 +170,10 @@ def partition(ops, fed, max_ops: int = 0) -> list:
 
 def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`."""
-    groups = [g for g in partition(ops, fed, options.max_ops)
+    groups = partition(ops, fed, options.max_ops)
+    if not all(cluster_updates.updates_are_safe(g) for g in groups):
+        groups = partition(ops, fed, options.max_ops, updates=False)
+    groups = [g for g in groups
               if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
     if not groups:
         return ops
@@ -173,7 +186,7 @@ def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
     grouped = {}
     for g in groups:
         step = ClusterStep(g, readers, fetched, options)
-        if not step.outputs:  # only run as targets: nothing to hand back, keep them plain
+        if not step.outputs:  # only run as targets, no effects: keep them plain
             continue
         for op in g:
             grouped[op] = step
@@ -196,16 +209,24 @@ class ClusterStep:
     def __init__(self, ops, readers, fetched, options: JitOptions):
         members = set(ops)
         inputs, first_reader = [], {}
+        unread = cluster_updates.write_only_refs(ops)
         for op in ops:
             for t in op.inputs:
-                if t.op not in members and t not in first_reader:
+                if t not in first_reader and t not in unread and (
+                        t.op not in members or t.op.op_def is VARIABLE_V2):
                     first_reader[t] = op
                     inputs.append(t)
         self.ops = tuple(ops)
         self.inputs = tuple(inputs)
-        self.outputs = tuple(t for op in ops for t in op.outputs
-                             if t in fetched or any(r not in members for r in readers[t]))
         self.readers = tuple(first_reader[t] for t in inputs)
+        # member variables: the step makes their references (for its updates and for readers
+        # outside) and reads them straight from the session state
+        self.variables = tuple(op for op in ops if op.op_def is VARIABLE_V2)
+        self.compiled_ops = tuple(op for op in ops if op.op_def is not VARIABLE_V2)
+        self.outputs = tuple(t for op in self.compiled_ops for t in op.outputs
+                             if t in fetched or any(r not in members for r in readers[t])
+                             or cluster_updates.is_update(op))
+        self.writes = cluster_updates.VariableWrites(ops, self.outputs)
         self.options = options
         self.kernels = _shared_kernels(self)
         self.name = self.kernels.name
@@ -215,12 +236,16 @@ class ClusterStep:
 
     def run(self, values, state, deadline):
         """Compute the cluster's outputs from `values` into `values`."""
+        for op in self.variables:
+            values[op.outputs[0]] = VariableRef(state, op.name, op)
         arrays = self._input_arrays(values)
         key = array_key_of(arrays) if arrays is not None else None
         entry = self.kernels.entry(self, arrays, key) if key is not None else None
         if entry is not None:
             outs = self._call(entry, arrays, key, values, state, deadline)
             if outs is not None:
+                if self.writes:
+                    self.writes.install(outs, values, state)
                 for t, v in zip(self.outputs, outs):
                     if executor.CHECK_OUTPUTS:
                         executor.check_output(t.op, t, v)
@@ -319,7 +344,7 @@ class _Kernels:
         specs = [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
                  for a in arrays]
         try:
-            compiled = compile_cluster(list(step.ops), list(step.inputs), specs,
+            compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
                                        list(step.outputs), step.describe())
         except NotLowerable as e:
             log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,

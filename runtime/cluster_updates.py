@@ -1,0 +1,102 @@
+"""Variable updates inside compiled clusters: a training step as one compiled function.
+
+A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd and
+AssignSub, so forward pass, backward pass and every optimizer update run as ONE compiled
+kernel, as XLA compiles resource-variable updates into its clusters.  Inside the kernel an
+update is plain arithmetic: Assign yields its value, AssignAdd/AssignSub yield
+`old + delta` / `old - delta` (the lowerings live with the ops in ops/variables.py).  The
+cluster step reads every variable once, at its start, and after the kernel returns it
+installs each updated value as the variable's new array (runtime/state.py's invariant: a
+stored value is never mutated, it is replaced).  The kernel writes each new value once into
+a fresh buffer that becomes the variable's storage: no copy of the parameters per step.
+
+Rules that keep this equal to running the ops one by one (TensorFlow's ref semantics):
+- a cluster updates a variable at most once;
+- every op of the cluster that reads a variable the cluster updates must not depend, by data
+  or control edges, on that update: it would need the new value but reads the old one.  (A
+  consumer of the update's *output* tensor is fine: that tensor is the new value.)
+- a variable that the cluster only assigns (Assign without reading the old value) is not
+  read at all, so an initializer cluster works on uninitialized variables.
+A partition that breaks a rule is not used: `form_clusters` partitions again with updates
+kept out of clusters.
+Shape rules (Assign with validate_shape, AssignAdd/AssignSub always) are checked inside the
+kernel, before anything is installed; a failed check reruns the cluster's ops with the
+reference kernels, which raise the exact op's error.
+"""
+
+from __future__ import annotations
+
+from ..ops.variables import ASSIGN, ASSIGN_ADD, ASSIGN_SUB
+
+UPDATE_OPS = frozenset({ASSIGN, ASSIGN_ADD, ASSIGN_SUB})
+
+
+def is_update(op) -> bool:
+    """Whether `op` is a variable update that may join a cluster."""
+    return op.op_def in UPDATE_OPS
+
+
+def updates_are_safe(group) -> bool:
+    """Whether the ops of one cluster follow the rules above."""
+    updates = [op for op in group if is_update(op)]
+    if not updates:
+        return True
+    targets = [op.inputs[0] for op in updates]
+    if len(set(targets)) != len(targets):
+        return False  # two updates of one variable in one kernel
+    members = set(group)
+    for update, ref in zip(updates, targets):
+        for op in _descendants(update, members):
+            if any(t is ref for t in op.inputs):
+                return False
+    return True
+
+
+def _descendants(start, members) -> set:
+    """Ops of `members` reachable from `start` by data or control edges inside them."""
+    consumers = {}
+    for op in members:
+        for t in op.inputs:
+            consumers.setdefault(t.op, []).append(op)
+        for c in op.control_inputs:
+            consumers.setdefault(c, []).append(op)
+    seen, stack = set(), [start]
+    while stack:
+        for op in consumers.get(stack.pop(), ()):
+            if op not in seen:
+                seen.add(op)
+                stack.append(op)
+    return seen
+
+
+def write_only_refs(ops) -> set:
+    """Variable tensors that the ops only assign to (Assign's ref input), never read."""
+    read, assigned = set(), set()
+    for op in ops:
+        for i, t in enumerate(op.inputs):
+            if i == 0 and op.op_def is ASSIGN:
+                assigned.add(t)
+            else:
+                read.add(t)
+    return assigned - read
+
+
+class VariableWrites:
+    """The updates of one cluster: which kernel output becomes which variable's value."""
+
+    __slots__ = ("refs", "positions")
+
+    def __init__(self, ops, outputs):
+        updates = [op for op in ops if is_update(op)]
+        index = {t: i for i, t in enumerate(outputs)}
+        self.refs = tuple(op.inputs[0] for op in updates)
+        self.positions = tuple(index[op.outputs[0]] for op in updates)
+
+    def __bool__(self):
+        return bool(self.refs)
+
+    def install(self, outs, values, state) -> None:
+        """Make each new value its variable's array (read-only from now on)."""
+        with state.lock:
+            for ref, pos in zip(self.refs, self.positions):
+                values[ref].install(outs[pos])
