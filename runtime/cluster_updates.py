@@ -84,19 +84,23 @@ def write_only_refs(ops) -> set:
 class VariableWrites:
     """The updates of one cluster: which kernel output becomes which variable's value."""
 
-    __slots__ = ("refs", "positions")
+    __slots__ = ("keys", "positions")
 
     def __init__(self, ops, outputs):
         updates = [op for op in ops if is_update(op)]
         index = {t: i for i, t in enumerate(outputs)}
-        self.refs = tuple(op.inputs[0] for op in updates)
+        self.keys = tuple(op.inputs[0].op.name for op in updates)  # session-state keys
         self.positions = tuple(index[op.outputs[0]] for op in updates)
 
     def __bool__(self):
-        return bool(self.refs)
+        return bool(self.keys)
 
-    def install(self, outs, values, state) -> None:
-        """Make each new value its variable's array (read-only from now on)."""
+    def install(self, outs, state) -> None:
+        """Make each new value its variable's array (read-only from now on; fresh kernel
+        outputs that nothing else writes to, so they are stored without a copy)."""
+        variables = state.variables
         with state.lock:
-            for ref, pos in zip(self.refs, self.positions):
-                values[ref].install(outs[pos])
+            for key, pos in zip(self.keys, self.positions):
+                value = outs[pos]
+                value.setflags(write=False)
+                variables[key] = value

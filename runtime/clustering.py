@@ -221,12 +221,19 @@ class ClusterStep:
         self.readers = tuple(first_reader[t] for t in inputs)
         # member variables: the step makes their references (for its updates and for readers
         # outside) and reads them straight from the session state
-        self.variables = tuple(op for op in ops if op.op_def is VARIABLE_V2)
+        self.published = tuple(op for op in ops if op.op_def is VARIABLE_V2 and (
+            op.outputs[0] in fetched or any(r not in members for r in readers[op.outputs[0]])))
+        # per input: the session-state key of a member variable read directly, else None
+        self.variable_keys = tuple(t.op.name if t.op in members else None for t in inputs)
+        self._last_signature = (None, None, None)  # (dtypes, shapes, key) of the last call
         self.compiled_ops = tuple(op for op in ops if op.op_def is not VARIABLE_V2)
         self.outputs = tuple(t for op in self.compiled_ops for t in op.outputs
                              if t in fetched or any(r not in members for r in readers[t])
                              or cluster_updates.is_update(op))
         self.writes = cluster_updates.VariableWrites(ops, self.outputs)
+        # outputs someone outside reads (the rest are variable updates, installed instead)
+        self.handed_out = tuple((i, t) for i, t in enumerate(self.outputs)
+                                if t in fetched or any(r not in members for r in readers[t]))
         self.options = options
         self.kernels = _shared_kernels(self)
         self.name = self.kernels.name
@@ -236,42 +243,64 @@ class ClusterStep:
 
     def run(self, values, state, deadline):
         """Compute the cluster's outputs from `values` into `values`."""
-        for op in self.variables:
+        for op in self.published:
             values[op.outputs[0]] = VariableRef(state, op.name, op)
-        arrays = self._input_arrays(values)
-        key = array_key_of(arrays) if arrays is not None else None
+        arrays = self._input_arrays(values, state)
+        key = None if arrays is None else self._signature(arrays)
         entry = self.kernels.entry(self, arrays, key) if key is not None else None
         if entry is not None:
             outs = self._call(entry, arrays, key, values, state, deadline)
             if outs is not None:
-                if self.writes:
-                    self.writes.install(outs, values, state)
-                for t, v in zip(self.outputs, outs):
-                    if executor.CHECK_OUTPUTS:
+                if executor.CHECK_OUTPUTS:
+                    for t, v in zip(self.outputs, outs):
                         executor.check_output(t.op, t, v)
-                    values[t] = v
+                if self.writes:
+                    self.writes.install(outs, state)
+                for i, t in self.handed_out:
+                    values[t] = outs[i]
                 return
         start = time.perf_counter()
         self.interpret(values, state, deadline)
         if key is not None:
             self.kernels.seconds[key] += time.perf_counter() - start
 
-    def _input_arrays(self, values):
+    def _input_arrays(self, values, state):
         """The inputs as C-contiguous arrays (variables read), or None if one is not an array."""
         arrays = []
-        for t, reader in zip(self.inputs, self.readers):
-            v = values[t]
-            if type(v) is VariableRef:
-                v = v.read(reader)
-            if not isinstance(v, np.ndarray):
-                return None
-            arrays.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+        variables = state.variables
+        for t, reader, var_key in zip(self.inputs, self.readers, self.variable_keys):
+            if var_key is not None:  # a member variable: read it here
+                v = variables.get(var_key)
+                if v is None:
+                    VariableRef(state, var_key, t.op).read(reader)  # raises, naming both
+            else:
+                v = values[t]
+                if type(v) is VariableRef:
+                    v = v.read(reader)
+                if not isinstance(v, np.ndarray):
+                    return None
+            # C-contiguous and aligned (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED), as the
+            # compiled kernel's trusted entry needs
+            arrays.append(v if v.flags.num & 0x101 == 0x101 else np.array(v, order="C"))
         return arrays
+
+    def _signature(self, arrays) -> tuple:
+        """array_key_of(arrays), reusing the last call's when dtypes and shapes repeat."""
+        dts = [a.dtype for a in arrays]
+        shapes = [a.shape for a in arrays]
+        last_dts, last_shapes, key = self._last_signature
+        if shapes != last_shapes or dts != last_dts:
+            key = array_key_of(arrays)
+            self._last_signature = (dts, shapes, key)
+        return key
 
     def _call(self, entry, arrays, key, values, state, deadline):
         """The compiled kernel's outputs; None when it failed to build (then interpret)."""
         try:
+            trusted = getattr(entry.kernel, "call_trusted", None)
             with _KERNEL_LOCK:
+                if trusted is not None:  # dtypes and ranks: the signature; layout: checked
+                    return trusted(arrays + entry.constants)
                 return entry.kernel(*arrays, *entry.constants)
         except (ValueError, ZeroDivisionError) as e:
             self.interpret(values, state, deadline)  # raises the exact op's error, if any

@@ -73,6 +73,23 @@ class FetchStructure:
         return node[1](self._build(v, values) for v in node[2])
 
 
+def fits_exactly(tensor: Tensor, value: np.ndarray) -> bool:
+    """Whether array `value` has `tensor`'s dtype and a shape its static shape allows (then
+    `convert_feed` would return it unchanged)."""
+    dtype = tensor.dtype
+    if dtype is _dtypes.string or value.dtype != dtype.np_dtype:
+        return False
+    dims = tensor.shape.dims
+    if dims is None:
+        return True
+    if len(dims) != value.ndim:
+        return False
+    for d, n in zip(dims, value.shape):
+        if d is not None and d != n:
+            return False
+    return True
+
+
 def convert_feed(tensor: Tensor, value) -> np.ndarray:
     """`value` as an array for `tensor`; ValueError/TypeError naming both when it cannot be."""
     dtype = tensor.dtype

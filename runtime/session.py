@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..compiler.graph import Tensor, get_default_graph
+from ..compiler.graph import Operation, Tensor, get_default_graph
 from . import clustering
 from .config import ConfigProto, NodeStats, TraceLevel, jit_options
 from .executor import build_plan, execute
-from .fetches import FetchStructure, convert_feed
+from .fetches import FetchStructure, convert_feed, fits_exactly
 from .state import SessionState, VariableRef
 
 
@@ -38,6 +38,7 @@ class Session:
         self._config = config or ConfigProto()
         self._state = SessionState()
         self._plans: dict = {}
+        self._structures: dict = {}   # cacheable fetch argument -> _fetch_structure's tuple
         self._closed = False
         self._pool = None
         self._pool_lock = threading.Lock()
@@ -72,11 +73,9 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        structure = FetchStructure(fetches, self._graph)
+        structure, tensors, targets, fetch_key = self._fetch_structure(fetches)
         feeds = self._convert_feeds(feed_dict)
-        tensors, targets = structure.tensors, structure.operations
-        key = (tuple(t._id for t in tensors), tuple(op._id for op in targets),
-               frozenset(t._id for t in feeds))
+        key = (fetch_key, frozenset(t._id for t in feeds))
         plan = self._plans.get(key)
         if plan is None:
             plan = build_plan(tensors, targets, feeds, self._group)
@@ -97,6 +96,26 @@ class Session:
                                 if isinstance(element, Tensor) else None)
         return structure.build(results)
 
+    def _fetch_structure(self, fetches):
+        """(FetchStructure, its tensors, its operations, their ids): cached for fetches that
+        are one Tensor/Operation or a flat list/tuple of them (the graph is append-only)."""
+        cache_key = None
+        kind = type(fetches)
+        if kind is Tensor or kind is Operation:
+            cache_key = fetches
+        elif (kind is list or kind is tuple) and all(
+                type(f) is Tensor or type(f) is Operation for f in fetches):
+            cache_key = (kind, *fetches)
+        cached = self._structures.get(cache_key) if cache_key is not None else None
+        if cached is None:
+            structure = FetchStructure(fetches, self._graph)
+            tensors, targets = structure.tensors, structure.operations
+            ids = (tuple(t._id for t in tensors), tuple(op._id for op in targets))
+            cached = (structure, tensors, targets, ids)
+            if cache_key is not None and len(self._structures) < 4096:
+                self._structures[cache_key] = cached
+        return cached
+
     def _convert_feeds(self, feed_dict) -> dict:
         feeds = {}
         if not feed_dict:
@@ -104,6 +123,12 @@ class Session:
         if not isinstance(feed_dict, dict):
             raise TypeError(f"feed_dict must be a dict, got {type(feed_dict).__name__}.")
         for key, value in feed_dict.items():
+            if type(key) is Tensor and key.graph is self._graph:
+                if type(value) is np.ndarray and fits_exactly(key, value):
+                    feeds[key] = value  # the common case: no conversion, nothing to check
+                else:
+                    feeds[key] = convert_feed(key, value)
+                continue
             try:
                 tensor = self._graph.as_graph_element(key, allow_operation=False)
             except KeyError as e:
@@ -131,6 +156,7 @@ class Session:
         self._closed = True
         self._state = SessionState()
         self._plans.clear()
+        self._structures.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

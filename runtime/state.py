@@ -47,12 +47,6 @@ class VariableRef:
         self.state.variables[self.key] = value
         return value
 
-    def install(self, value: np.ndarray) -> None:
-        """Make `value` (a fresh array nobody else writes to, e.g. a compiled cluster's
-        output) the variable's value without copying it; it becomes read-only."""
-        value.flags.writeable = False
-        self.state.variables[self.key] = value
-
     def is_initialized(self) -> bool:
         return self.key in self.state.variables
 

@@ -2,7 +2,8 @@
 
 `build_kernel(source, name)`: the source is executed as a real module (its text is
 registered with `linecache` so tracebacks and `inspect.getsource` show it) and the kernel is
-compiled with `numba.njit(parallel=<uses prange>, error_model="numpy", nogil=True)`.
+compiled with `numba.njit(parallel=<prange loops only, if any>, error_model="numpy",
+nogil=True)`.
 Compilation is lazy, on the first call.
 
 `build_cached(program, make_source) -> (kernel, source)` is what the pipeline calls: it
@@ -50,6 +51,15 @@ cache.static_material()   # fingerprint the code files now, when this code was l
 warnings.filterwarnings("ignore", message=r"(?s).*<flowjit-kernel-")
 
 
+# Only the generated `prange` loops run on numba's thread pool.  With plain parallel=True
+# numba also turns array statements (`part.fill(x)`, `buf[...] = part[0]`, array expressions)
+# into parallel loops that launch the pool whatever their size: ~1-2 us each on an idle
+# machine, milliseconds when other processes hold the cores (measured on the W5 step).
+PRANGE_ONLY = {"prange": True, "comprehension": False, "reduction": False,
+               "inplace_binop": False, "setitem": False, "numpy": False, "stencil": False,
+               "fusion": False}
+
+
 def build_kernel(source: str, name: str = "kernel"):
     """Execute `source`, wrap its `name` function with numba and return the dispatcher."""
     import numba
@@ -59,7 +69,7 @@ def build_kernel(source: str, name: str = "kernel"):
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict = {"__name__": f"flowjit_kernel_{digest}"}
     exec(compile(source, filename, "exec"), namespace)
-    parallel = "prange(" in source
+    parallel = PRANGE_ONLY if "prange(" in source else False
     return numba.njit(parallel=parallel, **NJIT_OPTIONS)(namespace[name])
 
 

@@ -212,7 +212,14 @@ class NativeKernel:
                     or (a.flags.num & 0x101) != 0x101):
                 return self._fallback()(*arrays)
             args[k] = id(a)
-        outs = self._fn(args, self._consts)
+        return self._finish(self._fn(args, self._consts), arrays)
+
+    def call_trusted(self, arrays):
+        """Call with a list of arrays the caller has already checked: C-contiguous, aligned,
+        of the compiled dtypes and ranks (runtime/clustering.py does, once per signature)."""
+        return self._finish(self._fn(self._args_type(*map(id, arrays)), self._consts), arrays)
+
+    def _finish(self, outs, arrays):
         if outs is None:   # the kernel raised
             log.info("flowjit: a cached kernel reported an error; rerunning it with numba "
                      "to raise it")
