@@ -17,7 +17,13 @@ Rules (each recorded in `notes` when it splits a fusion):
 - a COMPUTE read by several consumers is materialized if it is expensive (transcendental
   functions or a body of more than 12 operations), otherwise recomputed in each;
 - a node joins the current group when its leading dimensions are the group's outer space
-  and it reads earlier members only at the current outer index.
+  and it reads earlier members only at the current outer index;
+- a *column reduction* (`is_column_reduction`: e.g. `x.sum(axis=0)` of a row-major matrix)
+  is a loop nest of its own, joining no group and joined by none.  Fused with its consumers
+  its outer loop would have to run over columns, each reduction walking a column with the
+  row stride; alone, the target interchanges its loops so rows run outside and the
+  contiguous columns inside (accumulating a row of partial results), and the consumers run
+  over the reduced row in the following loop nest.
 """
 
 from __future__ import annotations
@@ -162,6 +168,7 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
     groups: list = []
     notes: list = []
     member_group: dict = {}
+    sealed: set = set()   # indices of groups no later node may join (column reductions)
     outputs = {id(o) for o in program.outputs}
     for n in program.nodes():
         if n.kind is NodeKind.INPUT or id(n) in inline:
@@ -171,6 +178,17 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
             member_group[id(n)] = len(groups) - 1
             continue
         current = groups[-1] if groups and groups[-1].kind == "loop" else None
+        if n.kind is NodeKind.REDUCE and is_column_reduction(n, resolved[id(n)]):
+            groups.append(Group(_outer_space(n), [n]))
+            member_group[id(n)] = len(groups) - 1
+            sealed.add(len(groups) - 1)
+            notes.append(f"{n.name}: a loop nest of its own (column reduction: rows outside, "
+                         "the contiguous axis inside)")
+            continue
+        if current is not None and len(groups) - 1 in sealed:
+            notes.append(f"{n.name}: new loop nest after {current.members[0].name} (a column "
+                         "reduction, computed whole first)")
+            current = None
         body_loads = _loads_of(resolved[id(n)])
         joined = False
         if current is not None:
@@ -224,6 +242,32 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
                 notes.append(f"{m.name}: kept in a per-row scratch buffer (only read by "
                              "its loop nest at the same outer index)")
     return groups, local, scratch, notes
+
+
+def is_column_reduction(node: Node, body) -> bool:
+    """True for a REDUCE (not an arg-reduction) with outer loops whose loads (in its resolved
+    `body`) use the innermost outer axis only as their last, contiguous index, and some load
+    also indexes a reduction axis before it (e.g. `t[r0, i0]` of `x.sum(axis=0)`).  Such a
+    reduction walks memory with a stride when its outer loop is outermost; with the reduction
+    loops outside and that axis innermost every load is contiguous (the target does this)."""
+    if node.kind is not NodeKind.REDUCE or node.attr in (ir.Combiner.ARGMAX,
+                                                           ir.Combiner.ARGMIN):
+        return False
+    p = len(_outer_space(node))
+    if p == 0 or body is None:
+        return False
+    inner = ir.axis_var(p - 1)
+    strided = False
+    for e in ir.walk(body):
+        if e.op is not Scalar.LOAD or not e.args:
+            continue
+        uses = [any(x is inner for x in ir.walk(a)) for a in e.args]
+        if any(uses[:-1]):
+            return False  # the inner axis strides this load: no interchange helps
+        if uses[-1] and any(x.op is Scalar.VAR and x.attr[0] == "r"
+                            for a in e.args[:-1] for x in ir.walk(a)):
+            strided = True
+    return strided
 
 
 def _same_row(idx, p: int) -> bool:

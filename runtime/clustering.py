@@ -2,15 +2,21 @@
 
 `form_clusters(ops, fetches, fed, options)` partitions a plan's ops (runtime/executor.py)
 into *clusters*: maximal connected sets of ops that have a lowering and none of the traits
-STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), carry and feed no
-control edges, produce no fed tensor and have no string, complex or float16 tensors.
-Clusters grow greedily along data edges in graph order; two clusters merge only if the
-contracted graph stays acyclic (no path between them through anything else — the XLA-style
-cycle check), so a cluster can run as ONE node of the executor's dependency graph.
-Variables, feeds, random and other runtime ops stay with the executor, which hands tensors
-to a cluster at its boundary: a cluster's inputs are tensors it reads that are fed or made
-outside it; its outputs are the tensors it makes that are fetched or read outside it.  A fed
-tensor therefore splits a chain.
+STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), produce no fed
+tensor and have no string, complex or float16 tensors.  The exceptions are the variable ops:
+VariableV2 (the cluster reads the variable), Assign/AssignAdd/AssignSub (the cluster
+installs the new value after its kernel) and NoOp (ordering only), so a whole training step
+is one kernel — runtime/cluster_updates.py owns those rules and checks them per cluster.
+Clusters grow greedily along data and control edges in graph order (a control edge inside
+a kernel is kept by construction: every read sees the values from before the step's
+updates, which are installed at its end); two clusters merge only if the contracted graph
+stays acyclic (no path between them through anything else — the XLA-style cycle check), so
+a cluster can run as ONE node of the executor's dependency graph, which waits for every
+member's data and control inputs.  Feeds, random and other runtime ops stay with the
+executor, which hands tensors to a cluster at its boundary: a cluster's inputs are tensors
+it reads that are fed or made outside it (and its member variables); its outputs are the
+tensors it makes that are fetched or read outside it, plus its variables' new values.  A
+fed tensor therefore splits a chain.
 
 Policy — compiling costs ~0.5-2 s per cluster and signature (more for big clusters), so it
 must pay for itself (the "ski rental" rule of tiered JITs):

@@ -18,14 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...compiler import ir
-from ...compiler.ir import Combiner, NodeKind, Scalar
+from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import scalar_code
+from . import reduce_nests, scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
                              # later loop nests of a long kernel run on one thread
-PARTIALS = 8                 # partial results of a column reduction (one per chunk of rows)
 
 
 class _Names:
@@ -126,6 +125,10 @@ class Generator:
             return f"{buf}[()]"
         return f"{buf}[{', '.join(args)}]"
 
+    def emitter(self, loop_vars) -> _Emitter:
+        """A statement emitter for a loop nest over `loop_vars` (outermost first)."""
+        return _Emitter(self, loop_vars)
+
     def size_text(self, e) -> str:
         em = _Emitter(self, ())
         text = em.value(e)
@@ -210,10 +213,10 @@ class Generator:
             dims = [self.size_text(d) for d in node.shape]
             shape = "".join(d + ", " for d in dims)
             return [f"{name} = np.ascontiguousarray({src}).reshape(({shape}))"]
-        if _is_column_reduction(self.schedule, group):
-            return self.column_reduce_code(group)
-        if _is_full_reduction(self.schedule, group):
-            return self.full_reduce_code(group)
+        if reduce_nests.is_column_group(self.schedule, group):
+            return reduce_nests.column_reduce_code(self, group)
+        if reduce_nests.is_full_group(self.schedule, group):
+            return reduce_nests.full_reduce_code(self, group)
         lines = []
         self.locals = {}
         p = len(group.outer)
@@ -331,112 +334,6 @@ class Generator:
             idx = idx[p:]
         return f"{indent}{self.buffers[id(m)]}[{', '.join(idx) or '()'}] = {value}"
 
-    def column_reduce_code(self, group) -> list:
-        """A reduction whose innermost output axis is the contiguous memory axis (e.g. a sum
-        over rows).  Loops are interchanged so that axis is innermost (it vectorizes); the
-        first reduction axis is split into PARTIALS chunks, each accumulating into its own
-        partial output (run in parallel when the work is large), then the partials are
-        combined (loop order and parallel loop chosen by tiling)."""
-        m = group.members[0]
-        p = len(group.outer)
-        body = self.schedule.resolved[id(m)]
-        lines = self.allocate(m)
-        buf = self.buffers[id(m)]
-        from ...compiler.ir_build import identity_value
-
-        init = self.constant(identity_value(m.attr, m.dtype), m.dtype)
-        part = self.names.fresh("part")
-        out_dims = [self.size_text(d) for d in m.shape]
-        lines.append(f"{part} = np.empty(({PARTIALS}, {''.join(d + ', ' for d in out_dims)}), "
-                     f"dtype=np.{m.dtype.np_dtype.name})")
-        lines.append(f"{part}.fill({init})")
-        r0_extent = self.size_text(m.rshape[0])
-        chunk = self.names.fresh("chunk")
-        lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
-        order = list(ir.axis_vars(p - 1)) + list(m.raxes) + [ir.axis_var(p - 1)]
-        work = " * ".join([self.size_text(d) for d in group.outer] +
-                          [self.size_text(d) for d in m.rshape])
-        idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
-
-        def nest(parallel):
-            em = _Emitter(self, [ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + order)
-            value = em.value(body)
-            out = em.take(0)
-            out.append(f"for b0 in {'prange' if parallel else 'range'}({PARTIALS}):")
-            indent = "    "
-            loops = [(f"i{k}", f"range({self.size_text(group.outer[k])})") for k in range(p - 1)]
-            loops.append(("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))"))
-            loops += [(f"r{k}", f"range({self.size_text(d)})")
-                      for k, d in enumerate(m.rshape) if k > 0]
-            loops.append((f"i{p - 1}", f"range({self.size_text(group.outer[-1])})"))
-            for level, (name, rng) in enumerate(loops, start=2):
-                out.append(f"{indent}for {name} in {rng}:")
-                indent += "    "
-                out += [indent + s for s in em.take(level)]
-            acc = f"{part}[b0, {idx}]"
-            step = scalar_code.reduce_step(m.attr, "cur", value, "0", body.dtype)
-            out += [indent + f"cur = {acc}"] + [indent + s for s in step] + \
-                [indent + f"{acc} = cur"]
-            return out
-
-        combine = [f"{buf}[...] = {part}[0]", f"for b0 in range(1, {PARTIALS}):"]
-        indent = "    "
-        for k, d in enumerate(out_dims):
-            combine.append(f"{indent}for j{k} in range({d}):")
-            indent += "    "
-        jdx = ", ".join(f"j{k}" for k in range(len(out_dims)))
-        combine += [indent + "cur = " + f"{buf}[{jdx}]"]
-        combine += [indent + s for s in scalar_code.reduce_step(m.attr, "cur",
-                                                                f"{part}[b0, {jdx}]", "0",
-                                                                m.dtype)]
-        combine.append(indent + f"{buf}[{jdx}] = cur")
-        return (lines + self.branch(list(group.outer) + list(m.rshape), work,
-                                    lambda: nest(True), lambda: nest(False)) + combine)
-
-    def full_reduce_code(self, group) -> list:
-        """A reduction to a single value (no outer loops): the first reduction axis is split
-        into PARTIALS chunks reduced in parallel when the work is large, then combined."""
-        m = group.members[0]
-        body = self.schedule.resolved[id(m)]
-        lines = self.allocate(m)
-        from ...compiler.ir_build import identity_value
-
-        init = self.constant(identity_value(m.attr, body.dtype), body.dtype)
-        part = self.names.fresh("part")
-        lines.append(f"{part} = np.empty({PARTIALS}, dtype=np.{body.dtype.np_dtype.name})")
-        r0_extent = self.size_text(m.rshape[0])
-        chunk = self.names.fresh("chunk")
-        lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
-        work = " * ".join(self.size_text(d) for d in m.rshape)
-        acc, total = self.names.fresh("pacc"), self.names.fresh("acc")
-
-        def nest(parallel):
-            em = _Emitter(self, [ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + list(m.raxes))
-            value = em.value(body)
-            out = em.take(0)
-            out.append(f"for b0 in {'prange' if parallel else 'range'}({PARTIALS}):")
-            out += ["    " + s for s in em.take(1)]
-            out.append(f"    {acc} = {init}")
-            indent = "    "
-            loops = [("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))")]
-            loops += [(f"r{k}", f"range({self.size_text(d)})")
-                      for k, d in enumerate(m.rshape) if k > 0]
-            for level, (name, rng) in enumerate(loops, start=2):
-                out.append(f"{indent}for {name} in {rng}:")
-                indent += "    "
-                out += [indent + s for s in em.take(level)]
-            out += [indent + s for s in scalar_code.reduce_step(m.attr, acc, value, "0",
-                                                                body.dtype)]
-            out.append(f"    {part}[b0] = {acc}")
-            return out
-
-        combine = [f"{total} = {part}[0]", f"for b0 in range(1, {PARTIALS}):"]
-        combine += ["    " + s for s in scalar_code.reduce_step(m.attr, total, f"{part}[b0]",
-                                                                 "0", body.dtype)]
-        combine.append(self.store(m, 0, scalar_code.reduce_result(m.attr, total, m.dtype)))
-        return lines + self.branch(list(m.rshape), work, lambda: nest(True),
-                                   lambda: nest(False)) + combine
-
     def matmul_code(self, node) -> list:
         a, b = (self.buffers[id(x)] for x in node.inputs)
         ta, tb = node.attr
@@ -447,30 +344,6 @@ class Generator:
         if len(node.shape) == 2:
             return lines + [f"np.dot({a_t}, {b_t}, {name})"]
         raise NotImplementedError("batched matmul codegen")
-
-
-def _is_column_reduction(schedule, group) -> bool:
-    """One REDUCE whose loads walk memory along its innermost output axis (strided in the
-    reduction), so interchanging the loops makes the inner loop contiguous."""
-    if group.kind != "loop" or len(group.members) != 1 or not group.outer:
-        return False
-    m = group.members[0]
-    if (m.kind is not NodeKind.REDUCE or id(m) in schedule.local or id(m) in schedule.scratch
-            or m.attr in (Combiner.ARGMAX, Combiner.ARGMIN)):
-        return False
-    inner = ir.axis_var(len(group.outer) - 1)
-    loads = [e for e in ir.walk(schedule.resolved[id(m)]) if e.op is Scalar.LOAD]
-    return bool(loads) and all(e.args and e.args[-1] is inner for e in loads)
-
-
-def _is_full_reduction(schedule, group) -> bool:
-    """One REDUCE to a single value (no outer loops) that chunks combine exactly."""
-    if group.kind != "loop" or len(group.members) != 1 or group.outer:
-        return False
-    m = group.members[0]
-    return (m.kind is NodeKind.REDUCE and bool(m.rshape) and id(m) not in schedule.local
-            and id(m) not in schedule.scratch
-            and m.attr not in (Combiner.ARGMAX, Combiner.ARGMIN))
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:
