@@ -33,6 +33,7 @@ import threading
 
 from ...compiler.ir import Program
 from . import cache, native   # native now, not at the first hit: code and key must agree
+from .blas_threads import single_threaded_blas
 
 log = logging.getLogger("flowjit.cache")
 
@@ -87,6 +88,7 @@ def build_cached(program: Program, make_source) -> tuple:
         try:
             kernel = native.NativeKernel(files, _lazy_build(source), ABI)
             log.info("flowjit cache: loaded kernel %s from %s", key[:16], cache.cache_dir())
+            kernel = single_threaded_blas(kernel, source)
             _built[key] = (kernel, source)
             return kernel, source
         except Exception as e:  # noqa: BLE001 - any failure to load means: rebuild
@@ -105,6 +107,7 @@ def build_cached(program: Program, make_source) -> tuple:
                                   name=f"flowjit-cache-{key[:8]}")
         _writers.append(writer)
         writer.start()
+    kernel = single_threaded_blas(kernel, source)
     _built[key] = (kernel, source)
     return kernel, source
 

@@ -20,7 +20,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import reduce_nests, scalar_code
+from . import matmul_code, reduce_nests, scalar_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
@@ -335,15 +335,7 @@ class Generator:
         return f"{indent}{self.buffers[id(m)]}[{', '.join(idx) or '()'}] = {value}"
 
     def matmul_code(self, node) -> list:
-        a, b = (self.buffers[id(x)] for x in node.inputs)
-        ta, tb = node.attr
-        a_t = f"{a}.T" if ta else a
-        b_t = f"{b}.T" if tb else b
-        lines = self.allocate(node)
-        name = self.buffers[id(node)]
-        if len(node.shape) == 2:
-            return lines + [f"np.dot({a_t}, {b_t}, {name})"]
-        raise NotImplementedError("batched matmul codegen")
+        return matmul_code.matmul_lines(self, node)
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:

@@ -1,0 +1,116 @@
+"""Code for a 2-D MATMUL node: BLAS calls, split across numba's threads when large.
+
+numba's `np.dot` calls scipy's OpenBLAS, which has a thread pool of its own.  Inside one
+kernel the two pools fight: after a BLAS call OpenBLAS's threads keep spinning while the
+kernel's next `prange` loop wants the same cores (the elementwise nests after the matmuls of
+the W5 training step ran 2-3x slower than alone).  So kernels that call BLAS run it on ONE
+thread (blas_threads.py scopes that around the call) and large products are split into
+blocks here, one single-threaded BLAS call per block, under `prange`:
+
+- `C = A @ B` with A stored row-major (no transpose flag on A): blocks of C's rows;
+- `C = a.T @ B` (the weight-gradient shape: the reduction runs over a's rows) with a small
+  C: blocks of the reduction axis, each into its own partial C, then summed (float sums
+  in another order than one BLAS call: within float tolerance, as any BLAS threading);
+- otherwise A's transpose is copied row-major first (M*K elements, small next to M*N*K
+  multiply-adds) and C's rows are split.
+
+Small products (under SPLIT_MIN_WORK multiply-adds) are one BLAS call, decided at run time
+from the sizes like the other loop nests (or at generation when the sizes are static).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiler import ir
+
+SPLIT_MIN_WORK = 1 << 22     # multiply-adds: below this one BLAS call on one thread is best
+BLOCKS = 8                   # blocks per split product (prange shares them among threads)
+PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep BLOCKS partial copies of it
+
+
+def matmul_lines(gen, node) -> list:
+    """Statements computing MATMUL `node` into its buffer (allocated here)."""
+    if len(node.shape) != 2:
+        raise NotImplementedError("batched matmul codegen")
+    a, b = (gen.buffers[id(x)] for x in node.inputs)
+    ta, tb = node.attr
+    lines = gen.allocate(node)
+    out = gen.buffers[id(node)]
+    a_t = f"{a}.T" if ta else a
+    b_t = f"{b}.T" if tb else b
+    single = [f"np.dot({a_t}, {b_t}, {out})"]
+    m, n = node.shape
+    k = node.inputs[0].shape[0 if ta else 1]
+    dims = (m, n, k)
+    if all(ir.is_const(d) for d in dims):
+        if int(np.prod([d.attr for d in dims], dtype=np.int64)) < SPLIT_MIN_WORK:
+            return lines + single
+        split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
+        return lines + split
+    work = " * ".join(gen.size_text(d) for d in dims)
+    split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
+    return (lines + [f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
+            + ["else:"] + ["    " + s for s in single])
+
+
+def _split_lines(gen, node, a, b_t, out, ta, tb, dims) -> list:
+    m, n, k = (gen.size_text(d) for d in dims)
+    if ta and not tb:
+        small = _small_output(dims)
+        if small is True:
+            return _reduction_split(gen, node, a, b_t, out, m, n, k)
+        if small is None:  # decided at run time
+            return ([f"if {m} * {n} <= {PARTIAL_MAX_ELEMENTS}:"]
+                    + ["    " + s for s in _reduction_split(gen, node, a, b_t, out, m, n, k)]
+                    + ["else:"]
+                    + ["    " + s for s in _row_split(gen, a, b_t, out, m, ta)])
+    return _row_split(gen, a, b_t, out, m, ta)
+
+
+def _row_split(gen, a, b_t, out, m, ta) -> list:
+    lines = []
+    if ta:  # rows of a.T are columns of a: copy the transpose row-major once
+        a_rows = gen.names.fresh("at")
+        lines.append(f"{a_rows} = np.ascontiguousarray({a}.T)")
+    else:
+        a_rows = a
+    return lines + [
+        f"for blk in prange({BLOCKS}):",
+        f"    lo = blk * {m} // {BLOCKS}",
+        f"    hi = (blk + 1) * {m} // {BLOCKS}",
+        "    if hi > lo:",
+        f"        np.dot({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
+    ]
+
+
+def _small_output(dims):
+    """Whether C is small enough for partial copies: True, False, or None (run time)."""
+    m, n, _ = dims
+    if ir.is_const(m) and ir.is_const(n):
+        return m.attr * n.attr <= PARTIAL_MAX_ELEMENTS
+    return None
+
+
+def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
+    part = gen.names.fresh("part")
+    acc = gen.names.fresh("acc")
+    dtype = node.dtype.np_dtype.name
+    return [
+        f"{part} = np.empty(({BLOCKS}, {m}, {n}), dtype=np.{dtype})",
+        f"for blk in prange({BLOCKS}):",
+        f"    lo = blk * {k} // {BLOCKS}",
+        f"    hi = (blk + 1) * {k} // {BLOCKS}",
+        "    if hi > lo:",
+        f"        np.dot({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
+        "    else:",
+        f"        for i0 in range({m}):",
+        f"            for i1 in range({n}):",
+        f"                {part}[blk, i0, i1] = 0",
+        f"for i0 in range({m}):",
+        f"    for i1 in range({n}):",
+        f"        {acc} = {part}[0, i0, i1]",
+        f"        for blk in range(1, {BLOCKS}):",
+        f"            {acc} += {part}[blk, i0, i1]",
+        f"        {out}[i0, i1] = {acc}",
+    ]

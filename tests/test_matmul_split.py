@@ -1,0 +1,87 @@
+"""Large 2-D products split across the kernel's threads (targets/cpu/matmul_code.py), with
+scipy's BLAS on one thread while a kernel runs (targets/cpu/blas_threads.py).
+
+Every transpose combination, with generic sizes (decided at run time) and exact sizes
+(decided at generation), above and below the split threshold, equals NumPy's product; the
+generated source shows which split was chosen; the BLAS thread count is restored after each
+call.  One jitted function holds all four transpose forms, so few kernels compile.
+"""
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.targets.cpu import blas_threads, matmul_code
+
+RNG = np.random.default_rng(11)
+
+
+def _products(a, b, at, bt):
+    """a @ b, at.T @ b, a @ bt.T, at.T @ bt.T, each with an elementwise epilogue."""
+    return (np.maximum(a @ b, 0.0), at.T @ b + 1.0, a @ bt.T * 2.0, at.T @ bt.T)
+
+
+products_generic = flowjit.jit(_products)
+
+
+@flowjit.jit
+def products_exact(a, b, at, bt):
+    """Reads a size, so it compiles per shape with every size a constant."""
+    scale = a.shape[0] / a.shape[0]
+    return tuple(p * scale for p in _products(a, b, at, bt))
+
+
+def _operands(m, k, n, dtype):
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    return a, b, np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+
+
+def _check(got, operands, dtype):
+    want = _products(*operands)
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    k = operands[0].shape[1]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.sqrt(k) * 4)
+
+
+# (m, k, n): above SPLIT_MIN_WORK with a small output (reduction split for a.T @ b) and a
+# large one (row split after copying the transpose), plus primes, a single row, and a
+# product below the threshold
+SHAPES = [(700, 97, 131), (53, 1031, 89), (1, 4099, 1031), (613, 67, 601), (9, 7, 5)]
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_products_equal_numpy_generic_sizes(m, k, n, dtype):
+    operands = _operands(m, k, n, dtype)
+    _check(products_generic(*operands), operands, dtype)
+
+
+@pytest.mark.parametrize("m,k,n", [(700, 97, 131), (53, 1031, 89), (9, 7, 5)])
+def test_split_products_equal_numpy_exact_sizes(m, k, n):
+    operands = _operands(m, k, n, np.float32)
+    _check(products_exact(*operands), operands, np.float32)
+
+
+def test_generated_source_splits_rows_and_reductions():
+    source = products_generic.lower(*_operands(64, 64, 64, np.float32)).source
+    assert f"for blk in prange({matmul_code.BLOCKS}):" in source
+    assert "[lo:hi].T" in source           # a.T @ b: blocks of the reduction axis, partials
+    assert "np.ascontiguousarray(" in source  # a.T @ b.T: transpose copied, rows split
+    assert f">= {matmul_code.SPLIT_MIN_WORK}:" in source  # generic sizes: decided at run time
+    small = products_exact.lower(*_operands(9, 7, 5, np.float32)).source
+    assert "prange(" not in small and "np.dot(" in small  # exact and small: one BLAS call
+
+
+def test_blas_threads_are_restored_after_each_call():
+    functions = blas_threads._blas_thread_functions()
+    if functions is None:
+        pytest.skip("scipy's BLAS is not an OpenBLAS exporting its thread functions")
+    get, put = functions
+    before = get()
+    operands = _operands(300, 200, 100, np.float32)
+    _check(products_generic(*operands), operands, np.float32)
+    assert get() == before
+    put(max(1, before))
