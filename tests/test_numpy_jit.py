@@ -273,4 +273,6 @@ def test_transposed_matmul_operand_is_a_blas_flag_not_a_copy():
     f = tf.jit(lambda x: x.T @ x)
     np.testing.assert_allclose(f(x), x.T @ x, rtol=1e-12)
     source = f.lower(x).source
-    assert ".T," in source and source.count("np.empty(") == 1   # only the result buffer
+    # the one-call path (small sizes) passes the transpose flag to BLAS; only the split path
+    # for large products (targets/cpu/matmul_code.py) may copy
+    assert "np.dot(in0.T, in0, " in source
