@@ -52,7 +52,7 @@ import numpy as np
 from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, MAX_RETRIES, Measurement, calibrate, measure,
-                     pin_threads, print_row_notes, rerun_in_child, time_batch)
+                     pin_threads, print_row_notes, rerun_in_child, settle, time_batch)
 
 VARIANTS = ("numpy", "flowjit", "numba")
 LABELS = {"numpy": "numpy", "flowjit": "flowjit.jit", "numba": "numba.njit"}
@@ -238,6 +238,7 @@ def measure_fresh(variants: dict, repeats: int, target_seconds: float) -> list:
             m.calls = calls[name]
             for attempt in range(MAX_RETRIES + 1):
                 fn.prepare(calls[name])
+                settle()
                 per_call, elsewhere, threads = time_batch(fn, calls[name])
                 if elsewhere <= BUSY_ELSEWHERE_LIMIT or attempt == MAX_RETRIES:
                     break

@@ -9,7 +9,10 @@ What every benchmark here measures the same way (see the project's benchmarking 
   CPU time / wall time: the threads actually used);
 - `measure` times several variants in interleaved repetitions (A B C, then B C A, ...),
   retrying a batch (at most `MAX_RETRIES` times) that ran while more than
-  `BUSY_ELSEWHERE_LIMIT` cores were busy elsewhere, and counts the retries;
+  `BUSY_ELSEWHERE_LIMIT` cores were busy elsewhere, and counts the retries.  Before each
+  batch it lets this process go quiet (`settle`): runtimes measured in one process leave
+  threads spinning after their calls (OpenBLAS ~0.1 s, OpenMP, XLA's pools), and those must
+  not take the cores from the next variant's batch;
 - `thread_env` is the environment that pins every runtime (OpenMP, BLAS, numba, numexpr,
   XLA) to one thread count; benchmarks run their measurements in a child process started with
   it, because most runtimes read these variables once, at import.
@@ -122,6 +125,20 @@ class Measurement:
         return statistics.median(self.threads)
 
 
+SETTLE_MAX_SECONDS = 0.5
+
+
+def settle(max_seconds: float = SETTLE_MAX_SECONDS) -> None:
+    """Wait (at most `max_seconds`) until this process's threads stop using the CPU: idle
+    for 10 ms means every spinning worker pool has gone to sleep."""
+    deadline = time.perf_counter() + max_seconds
+    while time.perf_counter() < deadline:
+        cpu = time.process_time()
+        time.sleep(0.01)
+        if time.process_time() - cpu < 0.001:
+            return
+
+
 def measure(variants: dict, repeats: int, target_seconds: float) -> list:
     """Interleaved, calibrated timing of `variants` ({name: callable}); rotates the order.
 
@@ -136,6 +153,7 @@ def measure(variants: dict, repeats: int, target_seconds: float) -> list:
             m = results[name]
             m.calls = calls[name]
             for attempt in range(MAX_RETRIES + 1):
+                settle()
                 per_call, elsewhere, threads = time_batch(variants[name], calls[name])
                 if elsewhere <= BUSY_ELSEWHERE_LIMIT or attempt == MAX_RETRIES:
                     break
