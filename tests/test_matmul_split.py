@@ -67,7 +67,7 @@ def test_split_products_equal_numpy_exact_sizes(m, k, n):
 
 def test_generated_source_splits_rows_and_reductions():
     source = products_generic.lower(*_operands(64, 64, 64, np.float32)).source
-    assert f"for blk in prange({matmul_code.BLOCKS}):" in source
+    assert f"for blk in prange({matmul_code.split_blocks()}):" in source
     assert "[lo:hi].T" in source           # a.T @ b: blocks of the reduction axis, partials
     assert "np.ascontiguousarray(" in source  # a.T @ b.T: transpose copied, rows split
     assert f">= {matmul_code.SPLIT_MIN_WORK}:" in source  # generic sizes: decided at run time

@@ -34,6 +34,7 @@ import threading
 from ...compiler.ir import Program
 from . import cache, native   # native now, not at the first hit: code and key must agree
 from .blas_threads import single_threaded_blas
+from .matmul_code import split_blocks
 
 log = logging.getLogger("flowjit.cache")
 
@@ -77,7 +78,8 @@ def build_kernel(source: str, name: str = "kernel"):
 def build_cached(program: Program, make_source) -> tuple:
     """The kernel for `program` and its source, from the in-memory or disk cache when
     possible; `make_source()` generates the source on a miss."""
-    material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI})
+    material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI,
+                                            "split_blocks": split_blocks()})
     key = cache.key_of(material)
     hit = _built.get(key)
     if hit is not None:

@@ -20,13 +20,26 @@ from the sizes like the other loop nests (or at generation when the sizes are st
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...compiler import ir
 
 SPLIT_MIN_WORK = 1 << 22     # multiply-adds: below this one BLAS call on one thread is best
-BLOCKS = 8                   # blocks per split product (prange shares them among threads)
-PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep BLOCKS partial copies of it
+PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep one partial copy of it per block
+
+
+def split_blocks() -> int:
+    """Blocks per split product: one per thread of numba's pool (more blocks measured slower
+    on 1024^3: each block packs B again). Read without importing numba, as numba sizes its
+    pool (NUMBA_NUM_THREADS, else the CPUs this process may use); part of the cache key."""
+    configured = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def matmul_lines(gen, node) -> list:
@@ -69,6 +82,7 @@ def _split_lines(gen, node, a, b_t, out, ta, tb, dims) -> list:
 
 
 def _row_split(gen, a, b_t, out, m, ta) -> list:
+    blocks = split_blocks()
     lines = []
     if ta:  # rows of a.T are columns of a: copy the transpose row-major once
         a_rows = gen.names.fresh("at")
@@ -76,9 +90,9 @@ def _row_split(gen, a, b_t, out, m, ta) -> list:
     else:
         a_rows = a
     return lines + [
-        f"for blk in prange({BLOCKS}):",
-        f"    lo = blk * {m} // {BLOCKS}",
-        f"    hi = (blk + 1) * {m} // {BLOCKS}",
+        f"for blk in prange({blocks}):",
+        f"    lo = blk * {m} // {blocks}",
+        f"    hi = (blk + 1) * {m} // {blocks}",
         "    if hi > lo:",
         f"        np.dot({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
     ]
@@ -93,14 +107,15 @@ def _small_output(dims):
 
 
 def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
+    blocks = split_blocks()
     part = gen.names.fresh("part")
     acc = gen.names.fresh("acc")
     dtype = node.dtype.np_dtype.name
     return [
-        f"{part} = np.empty(({BLOCKS}, {m}, {n}), dtype=np.{dtype})",
-        f"for blk in prange({BLOCKS}):",
-        f"    lo = blk * {k} // {BLOCKS}",
-        f"    hi = (blk + 1) * {k} // {BLOCKS}",
+        f"{part} = np.empty(({blocks}, {m}, {n}), dtype=np.{dtype})",
+        f"for blk in prange({blocks}):",
+        f"    lo = blk * {k} // {blocks}",
+        f"    hi = (blk + 1) * {k} // {blocks}",
         "    if hi > lo:",
         f"        np.dot({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
         "    else:",
@@ -110,7 +125,7 @@ def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
         f"for i0 in range({m}):",
         f"    for i1 in range({n}):",
         f"        {acc} = {part}[0, i0, i1]",
-        f"        for blk in range(1, {BLOCKS}):",
+        f"        for blk in range(1, {blocks}):",
         f"            {acc} += {part}[blk, i0, i1]",
         f"        {out}[i0, i1] = {acc}",
     ]
