@@ -57,18 +57,15 @@ from ..compiler.lowering import NotLowerable
 from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
-from ..ops.basic_ops import NO_OP
 from ..ops.variables import VARIABLE_V2
 from . import cluster_updates, executor
+from .partition import clusterable, partition  # noqa: F401 - part of this module's API
 from .config import JitOptions
 from .state import VariableRef
 
 log = logging.getLogger("flowjit.jit")
 
 STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
-
-_EXCLUDED_TRAITS = frozenset({Trait.STATEFUL, Trait.RUNTIME_VALUE, Trait.BLOCKING,
-                              Trait.COMMUNICATION})
 
 # numba's workqueue threading layer aborts when parallel kernels are launched from several
 # threads at once, and the inter-op pool may run two clusters side by side: one at a time.
@@ -78,100 +75,6 @@ _KERNEL_LOCK = threading.Lock()
 # graph -> {cluster key: _Kernels}: compiled kernels and run counts shared by all sessions
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
-
-
-def clusterable(op, fed, updates: bool = True) -> bool:
-    """Whether `op` may join a cluster (with `updates`, variable updates may too)."""
-    op_def = op.op_def
-    if op_def is NO_OP:
-        return True  # ordering only: inside a kernel every member already runs in order
-    if updates and op_def is VARIABLE_V2:  # the cluster reads the variable itself
-        return op.outputs[0] not in fed and _compilable(op.outputs[0].dtype)
-    if updates and cluster_updates.is_update(op):
-        if any(t in fed for t in (*op.inputs, *op.outputs)):
-            return False
-    elif op_def.lower is None or op_def.traits & _EXCLUDED_TRAITS or op_def.ref_inputs:
-        return False
-    if any(t in fed for t in op.outputs):
-        return False
-    return all(_compilable(t.dtype) for t in (*op.inputs, *op.outputs))
-
-
-def _compilable(dtype) -> bool:
-    # numba has no float16 arithmetic on CPU; strings and complex are not lowered
-    return dtype not in (dtypes.string, dtypes.float16) and not dtype.is_complex
-
-
-def partition(ops, fed, max_ops: int = 0, updates: bool = True) -> list:
-    """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
-    with `max_ops`, no group grows past that many ops.  Groups grow along data and control
-    edges; with `updates`, variable updates join them (runtime/cluster_updates.py)."""
-    index = {op: i for i, op in enumerate(ops)}
-    ok = [clusterable(op, fed, updates) for op in ops]
-    n = len(ops)
-    data_deps = [[index[t.op] for t in op.inputs if t not in fed]
-                 + [index[c] for c in op.control_inputs] for op in ops]
-    succ = [set() for _ in range(n)]   # contracted graph, keyed by cluster representative
-    pred = [set() for _ in range(n)]
-    for i, op in enumerate(ops):
-        for j in data_deps[i]:
-            succ[j].add(i)
-            pred[i].add(j)
-    rep = list(range(n))
-    members = {i: [i] for i in range(n)}
-
-    def find(i):
-        while rep[i] != i:
-            rep[i] = rep[rep[i]]
-            i = rep[i]
-        return i
-
-    def other_path(a, b, limit):
-        """A path a -> ... -> b of two or more edges?  Nodes past `limit` (not yet visited
-        by the sweep, so singletons whose descendants are too) cannot reach b."""
-        stack = [s for s in succ[a] if s != b]
-        seen = set(stack)
-        while stack:
-            x = stack.pop()
-            if x == b:
-                return True
-            if x > limit:
-                continue
-            for y in succ[x]:
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        return False
-
-    def merge(a, b):
-        rep[a] = b
-        members[b].extend(members.pop(a))
-        for s in succ[a]:
-            pred[s].discard(a)
-            if s != b:
-                pred[s].add(b)
-                succ[b].add(s)
-        for p in pred[a]:
-            succ[p].discard(a)
-            if p != b:
-                succ[p].add(b)
-                pred[b].add(p)
-        pred[b].discard(a)
-        succ[a] = set()
-        pred[a] = set()
-
-    for v in range(n):
-        if not ok[v]:
-            continue
-        for u in data_deps[v]:
-            if not ok[u]:
-                continue
-            a, b = find(u), find(v)
-            if a == b or (max_ops and len(members[a]) + len(members[b]) > max_ops):
-                continue
-            if not other_path(a, b, v):
-                merge(a, b)
-    return [[ops[i] for i in sorted(group)] for r, group in sorted(members.items()) if ok[r]]
 
 
 def form_clusters(ops, fetches, fed, options: JitOptions) -> list:

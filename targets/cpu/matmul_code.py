@@ -26,7 +26,8 @@ import numpy as np
 
 from ...compiler import ir
 
-SPLIT_MIN_WORK = 1 << 22     # multiply-adds: below this one BLAS call on one thread is best
+SPLIT_MIN_WORK = 1 << 19     # multiply-adds: below this one BLAS call on one thread is best
+                             # (a 1000x1000 float64 matrix-vector product, 1M, is split)
 PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep one partial copy of it per block
 
 
