@@ -304,6 +304,12 @@ def test_softmax_is_one_loop_nest_in_one_function():
     temps = [m for m in groups[0].members if m not in schedule.program.outputs]
     assert all(id(m) in schedule.local or id(m) in schedule.scratch for m in temps)
     assert len(groups[0].outer) == 1
+    # the sum of the exps accumulates in the loop that computes them: three passes over a
+    # row (max, exp + sum, divide), not four
+    parallel = lowered.source.split("prange(", 1)[1].split("else:", 1)[0]
+    assert parallel.count("for ") == 3, parallel
+    exp_loop = parallel.split("VM_exp(", 1)[1].split("for ", 1)[0]
+    assert "radd(" in exp_loop, parallel
     lowered = softmaxes.lower(x.astype(F64))
     assert functions(lowered.source) == 1
     assert len(lowered.entry.cluster.schedule.groups) == 1, lowered.stage("schedule")

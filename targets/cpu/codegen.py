@@ -266,8 +266,16 @@ class Generator:
         names: dict = {}
         hoisted: dict = {lvl: [] for lvl in range(p)}
         member_lines: list = []
-        for m in group.members:
-            member_lines += self.member_code(m, p, names, hoisted)
+        members = list(group.members)
+        k = 0
+        while k < len(members):
+            m = members[k]
+            code = self.member_code(m, p, names, hoisted)
+            if k + 1 < len(members) and self.reduces_row_of(members[k + 1], m, p):
+                code = self.with_fused_reduction(members[k + 1], m, p, code)
+                k += 1
+            member_lines += code
+            k += 1
         lines = list(hoisted.get(0, [])) if p else []
         indent = ""
         for k in range(p):
@@ -278,6 +286,39 @@ class Generator:
         lines += [indent + s for s in self.row_allocs]
         lines += [indent + s for s in member_lines]
         return lines
+
+    def reduces_row_of(self, n, m, p: int) -> bool:
+        """Whether member `n` reduces exactly the row member `m` just computed (softmax's sum
+        of exp): a one-axis REDUCE of a one-inner-axis COMPUTE whose body loads m at
+        [outer index..., reduction index], so it can accumulate inside m's own loop."""
+        if (n.kind is not NodeKind.REDUCE or m.kind is not NodeKind.COMPUTE
+                or len(n.rshape) != 1 or len(m.shape) != p + 1 or len(n.shape) < p
+                or n.rshape[0] is not m.shape[p] or id(m) in self.locals
+                or any(not ir.is_const(d, 1) for d in n.shape[p:])):  # keepdims: size 1
+            return False
+        body = self.schedule.resolved[id(n)]
+        if body.op is not Scalar.LOAD or body.attr is not m or len(body.args) != p + 1:
+            return False
+        want = list(ir.axis_vars(p)) + [n.raxes[0]]
+        return all(a is b for a, b in zip(body.args, want))
+
+    def with_fused_reduction(self, n, m, p: int, code: list) -> list:
+        """`code` of row member m with member n's reduction accumulated in m's loop (one
+        pass over the row instead of two): init before the loop, a step after m's store,
+        the result after the loop."""
+        store = code[-1]
+        indent = store[:len(store) - len(store.lstrip())]
+        value = store.split(" = ", 1)[1]
+        loop_at = max(i for i, line in enumerate(code) if line.lstrip().startswith("for "))
+        outer_indent = code[loop_at][:len(code[loop_at]) - len(code[loop_at].lstrip())]
+        acc = self.names.fresh("acc")
+        dtype = m.dtype
+        init = [outer_indent + s for s in scalar_code.reduce_init(n.attr, acc, dtype, self)]
+        step = [indent + s for s in scalar_code.reduce_step(n.attr, acc, value, f"i{p}",
+                                                            dtype)]
+        result = scalar_code.reduce_result(n.attr, acc, n.dtype)
+        return (code[:loop_at] + init + code[loop_at:] + step
+                + [outer_indent + self.store(n, p, result).lstrip()])
 
     def member_code(self, m, p: int, names: dict, hoisted: dict) -> list:
         """Statements (inside the outer loops) computing member m.
