@@ -240,3 +240,21 @@ def test_background_cache_writes_leave_sys_stdout_alone(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "SWAPPED 0" in out.stdout, out.stdout
+
+
+def test_a_kernel_compiled_here_switches_to_its_entry_point(tmp_path, monkeypatch):
+    """After the writer thread has built the cache entry, this process calls the entry point
+    (as a process loading it from the cache would), with the same results."""
+    from flowjit.targets.cpu import native
+
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path))
+    f = flowjit.jit(lambda x, y: np.tanh(x * 1.25) - y / 3.0)
+    x = np.linspace(-2.0, 2.0, 37)
+    y = np.arange(37.0)
+    first = f(x, y)
+    flowjit.wait_for_cache_writes()
+    kernel = f.lower(x, y).entry.cluster.kernel
+    assert type(kernel) is native.SwitchingKernel
+    assert type(kernel._native) is native.NativeKernel
+    np.testing.assert_array_equal(f(x, y), first)
+    np.testing.assert_allclose(first, np.tanh(x * 1.25) - y / 3.0, rtol=1e-12)

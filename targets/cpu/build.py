@@ -100,22 +100,27 @@ def build_cached(program: Program, make_source) -> tuple:
             cache.discard_entry(key)
     source = make_source()
     kernel = build_kernel(source)
+    handle = None
     if cache.cache_dir() is not None:
         # Compile now, for the C-contiguous arrays every caller passes, so the entry point
         # compiled by the writer thread never holds numba's compiler lock across it.
         kernel.compile(_signature(program))
+        handle = native.SwitchingKernel(kernel)
         writer = threading.Thread(target=_store_entry, args=(key, material, source, program,
-                                                             kernel),
+                                                             kernel, handle),
                                   name=f"flowjit-cache-{key[:8]}")
         _writers.append(writer)
         writer.start()
-    kernel = single_threaded_blas(kernel, source)
+    kernel = single_threaded_blas(handle or kernel, source)
     _built[key] = (kernel, source)
     return kernel, source
 
 
-def _store_entry(key: str, material: dict, source: str, program: Program, kernel) -> None:
-    """Compile the entry point and write the cache entry (runs on a writer thread)."""
+def _store_entry(key: str, material: dict, source: str, program: Program, kernel,
+                 handle) -> None:
+    """Compile the entry point and write the cache entry (runs on a writer thread); then
+    `handle` switches this process's calls to the entry point (cheaper to call than
+    numba's dispatcher, as in a process that loads the entry from the cache)."""
     try:
         files = compile_entry(source, program, kernel)
     except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
@@ -127,6 +132,11 @@ def _store_entry(key: str, material: dict, source: str, program: Program, kernel
     else:  # this process may run code older than the files: its key would lie
         log.info("flowjit cache: source files changed since this process started; "
                  "kernel %s not cached", key[:16])
+    try:
+        handle.switch_to(native.NativeKernel(files, lambda: kernel, ABI))
+    except Exception as e:  # noqa: BLE001 - numba's dispatcher keeps serving the calls
+        log.info("flowjit cache: kernel %s stays on numba's dispatcher (%s: %s)", key[:16],
+                 type(e).__name__, e)
 
 
 def _signature(program: Program) -> tuple:

@@ -230,3 +230,30 @@ class NativeKernel:
                 return tuple(np.array(z) if z.base is None and not z.flags.owndata else z
                              for z in outs)
         return outs
+
+
+class SwitchingKernel:
+    """A kernel compiled in this process: numba's dispatcher until the cache writer has
+    built the entry point, then that NativeKernel (one attribute swap, atomic for callers).
+    `call_trusted` is the NativeKernel's when there is one, else a plain dispatcher call."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._native = None
+
+    def switch_to(self, native_kernel) -> None:
+        self._native = native_kernel
+
+    def __call__(self, *arrays):
+        target = self._native
+        return target(*arrays) if target is not None else self.dispatcher(*arrays)
+
+    def call_trusted(self, arrays):
+        target = self._native
+        if target is not None:
+            return target.call_trusted(arrays)
+        return self.dispatcher(*arrays)
+
+    def __getattr__(self, name):  # py_func, signatures, inspect_asm, ... of the dispatcher
+        return getattr(self.dispatcher, name)
+
