@@ -49,12 +49,11 @@ def graph_text(graph) -> str:
 class _Compiled:
     """An entry that runs one compiled kernel."""
 
-    __slots__ = ("kernel", "constants", "template", "out_constants", "cluster", "trace",
-                 "single", "writebacks")
+    __slots__ = ("constants", "template", "out_constants", "cluster", "trace", "single",
+                 "writebacks")
     python = False
 
     def __init__(self, cluster, tr):
-        self.kernel = cluster.kernel
         self.constants = tuple(cluster.constants)
         self.template = tr.template
         self.out_constants = tr.constants
@@ -66,7 +65,7 @@ class _Compiled:
 
     def __call__(self, arrays):
         try:
-            outs = self.kernel(*arrays, *self.constants)
+            outs = self.cluster.kernel(*arrays, *self.constants)  # swapped to the entry point
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
         if self.single:

@@ -105,7 +105,8 @@ def build_cached(program: Program, make_source) -> tuple:
         # Compile now, for the C-contiguous arrays every caller passes, so the entry point
         # compiled by the writer thread never holds numba's compiler lock across it.
         kernel.compile(_signature(program))
-        handle = native.SwitchingKernel(kernel)
+        handle = native.SwitchingKernel(kernel, wrap=lambda k: single_threaded_blas(k, source))
+        handle.on_switch(lambda k: _built.__setitem__(key, (k, source)))
         writer = threading.Thread(target=_store_entry, args=(key, material, source, program,
                                                              kernel, handle),
                                   name=f"flowjit-cache-{key[:8]}")

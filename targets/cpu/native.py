@@ -234,15 +234,32 @@ class NativeKernel:
 
 class SwitchingKernel:
     """A kernel compiled in this process: numba's dispatcher until the cache writer has
-    built the entry point, then that NativeKernel (one attribute swap, atomic for callers).
-    `call_trusted` is the NativeKernel's when there is one, else a plain dispatcher call."""
+    built the entry point, then that NativeKernel.  Holders that want the entry point itself
+    (no forwarding call in between) register with `on_switch(callback)`: the callback gets
+    the new kernel, wrapped by `wrap` as the dispatcher was, once it exists (at once if it
+    already does).  Until they swap, calls through this object work all along."""
 
-    def __init__(self, dispatcher):
+    def __init__(self, dispatcher, wrap=None):
         self.dispatcher = dispatcher
         self._native = None
+        self._wrap = wrap or (lambda k: k)
+        self._listeners: list = []
+        self._lock = threading.Lock()
 
     def switch_to(self, native_kernel) -> None:
-        self._native = native_kernel
+        with self._lock:
+            self._native = native_kernel
+            listeners, self._listeners = self._listeners, []
+        wrapped = self._wrap(native_kernel)
+        for callback in listeners:
+            callback(wrapped)
+
+    def on_switch(self, callback) -> None:
+        with self._lock:
+            if self._native is None:
+                self._listeners.append(callback)
+                return
+        callback(self._wrap(self._native))
 
     def __call__(self, *arrays):
         target = self._native
@@ -257,3 +274,10 @@ class SwitchingKernel:
     def __getattr__(self, name):  # py_func, signatures, inspect_asm, ... of the dispatcher
         return getattr(self.dispatcher, name)
 
+
+def on_native(kernel, callback) -> None:
+    """Call `callback(new_kernel)` when `kernel` (or the SwitchingKernel it wraps) switches
+    to its native entry point; nothing for kernels that never switch."""
+    handle = kernel if type(kernel) is SwitchingKernel else getattr(kernel, "kernel", None)
+    if type(handle) is SwitchingKernel:
+        handle.on_switch(callback)
