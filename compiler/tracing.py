@@ -86,7 +86,7 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
 
     def abstract(a, name):
         if isinstance(a, np.ndarray):
-            dtype = _dtypes.as_dtype(a.dtype)
+            dtype = _dtypes.as_dtype(a.dtype.newbyteorder("="))  # calls convert byte order
             shape = list(a.shape) if exact_shapes else [1 if d == 1 else None
                                                         for d in a.shape]
             t = placeholder(dtype, shape, name=name)

@@ -65,6 +65,10 @@ from .state import VariableRef
 
 log = logging.getLogger("flowjit.jit")
 
+# NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, with a native byte order: what a kernel's trusted
+# entry point needs beyond the dtype and rank its signature fixes
+TRUSTED_FLAGS = 0x101
+
 STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
 
 # numba's workqueue threading layer aborts when parallel kernels are launched from several
@@ -188,9 +192,10 @@ class ClusterStep:
                     v = v.read(reader)
                 if not isinstance(v, np.ndarray):
                     return None
-            # C-contiguous and aligned (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED), as the
-            # compiled kernel's trusted entry needs
-            arrays.append(v if v.flags.num & 0x101 == 0x101 else np.array(v, order="C"))
+            # C-contiguous, aligned, native byte order, as the compiled kernel's trusted
+            # entry needs (dtype and rank: the signature)
+            arrays.append(v if v.flags.num & TRUSTED_FLAGS == TRUSTED_FLAGS and v.dtype.isnative
+                          else np.array(v, dtype=v.dtype.newbyteorder("="), order="C"))
         return arrays
 
     def _signature(self, arrays) -> tuple:

@@ -34,6 +34,7 @@ from ..errors import InvalidArgumentError, UnimplementedError
 
 log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
+_TRUSTED = 0x101  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (and dtype.isnative)
 
 
 def graph_text(graph) -> str:
@@ -63,11 +64,26 @@ class _Compiled:
         self.single = self.template == ("t", 0) and not self.out_constants \
             and not self.writebacks
 
+    def call_checked(self, arrays):
+        """__call__ for arrays JitFunction's fast path has checked (layout flags, and dtype
+        and rank through the signature): the kernel's trusted entry when it has one."""
+        trusted = getattr(self.cluster.kernel, "call_trusted", None)
+        if trusted is None:
+            return self(arrays)
+        try:
+            outs = trusted([*arrays, *self.constants])
+        except (ValueError, ZeroDivisionError) as e:
+            raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
+        return self._finish(arrays, outs)
+
     def __call__(self, arrays):
         try:
             outs = self.cluster.kernel(*arrays, *self.constants)  # swapped to the entry point
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
+        return self._finish(arrays, outs)
+
+    def _finish(self, arrays, outs):
         if self.single:
             return outs[0]
         for arg, out in self.writebacks:
@@ -95,6 +111,8 @@ class _Interpreted:
             np.copyto(arrays[arg], outs[out], casting="unsafe")
         return rebuild(self.trace.template, outs, self.trace.constants)
 
+    call_checked = __call__
+
 
 class _Python:
     """An entry that runs the function as plain Python (after a graph break)."""
@@ -109,13 +127,20 @@ class _Python:
     def __call__(self, args):
         return self.fn(*args)
 
+    call_checked = __call__
+
 
 def _arrays(args, kwargs, static_names, originals=None):
     flat = []
 
     def visit(a):
         if isinstance(a, np.ndarray):
-            flat.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+            if a.flags.num & _TRUSTED != _TRUSTED or not a.dtype.isnative:  # strided,
+                # misaligned or byte-swapped: a C-ordered native copy
+                a_copy = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+                flat.append(a_copy)
+            else:
+                flat.append(a)
             if originals is not None:
                 originals.append(a)
         elif isinstance(a, (list, tuple)):
@@ -145,19 +170,21 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if not kwargs:
             # fast path: positional C-contiguous arrays (the common call), keyed cheaply
+            # (C-contiguous, aligned, native byte order: what the kernel's trusted entry
+            # needs beyond the dtype and rank in the key; anything else takes the slow path)
             try:
                 if self.exact_shapes:
                     key = tuple([(a.dtype.char, a.shape) for a in args
-                                 if a.flags.c_contiguous])
+                                 if a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
                 else:
-                    key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape)))
-                                 for a in args if a.flags.c_contiguous])
+                    key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape))) for a in args
+                                 if a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
             except AttributeError:
                 key = None
             if key is not None and len(key) == len(args):
                 entry = self._entries.get(key)
                 if entry is not None:
-                    return entry(args)
+                    return entry.call_checked(args)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
         if entry is None:

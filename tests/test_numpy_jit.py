@@ -276,3 +276,27 @@ def test_transposed_matmul_operand_is_a_blas_flag_not_a_copy():
     # the one-call path (small sizes) passes the transpose flag to BLAS; only the split path
     # for large products (targets/cpu/matmul_code.py) may copy
     assert "np.dot(in0.T, in0, " in source
+
+
+def test_byte_swapped_misaligned_and_strided_arguments_are_converted():
+    """Arrays the compiled kernel cannot read directly (other byte order, misaligned,
+    strided) are converted on the way in, and written back converted when mutated."""
+    f = tf.jit(lambda x, y: np.tanh(x) * 2 + y)
+    y = np.linspace(0.0, 1.0, 6)
+    native = np.linspace(-1.0, 1.0, 6)
+    want = np.tanh(native) * 2 + y
+    swapped = native.astype(">f8")
+    raw = np.frombuffer(b"\0" + native.tobytes(), dtype=np.float64, offset=1)
+    strided = np.repeat(native, 2)[::2]
+    assert not raw.flags.aligned
+    for x in (swapped, native, raw, strided, swapped):
+        np.testing.assert_allclose(f(x, y), want, rtol=1e-12)
+
+    def double(a):
+        a *= 2
+
+    g = tf.jit(double)
+    big = np.arange(5, dtype=">f4")
+    g(big)
+    assert big.dtype == np.dtype(">f4")
+    np.testing.assert_array_equal(big, np.arange(5) * 2.0)
