@@ -44,8 +44,8 @@ import time
 
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
-from .timing import (BUSY_ELSEWHERE_LIMIT, measure, pin_threads, print_row_notes, rerun_in_child,
-                     thread_env)
+from .timing import (BUSY_ELSEWHERE_LIMIT, add_timing_arguments, measure, pin_threads,
+                     print_row_notes, rerun_in_child, thread_env)
 from .workloads import (DEFAULT, QUICK, SGEMM_FLOPS, WORKLOADS, Case, build_cases,
                         check_output)
 
@@ -310,12 +310,7 @@ def main(argv=None) -> int:
     """Command line: re-runs itself in a child with the thread environment, then measures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="threads for every system (all CPUs)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="interleaved repetitions (7; 3 with --quick)")
-    parser.add_argument("--target-seconds", type=float, default=0.1,
-                        help="calibrated duration of one timed batch (0.1)")
+    add_timing_arguments(parser)
     args = parser.parse_args(argv)
     workloads = _parse_list(args.workloads, WORKLOADS, "workload")
     peers = _parse_list(args.peers, PEER_KEYS + ("numpy", "flowjit"), "peer")

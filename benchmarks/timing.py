@@ -164,6 +164,17 @@ def measure(variants: dict, repeats: int, target_seconds: float) -> list:
     return [results[name] for name in names]
 
 
+def add_timing_arguments(parser) -> None:
+    """The command-line options every timed benchmark shares: --threads, --repeats and
+    --target-seconds (its defaults: all CPUs, 7 repetitions or 3 with --quick, 0.1 s)."""
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for every system (all CPUs)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="interleaved repetitions (7; 3 with --quick)")
+    parser.add_argument("--target-seconds", type=float, default=0.1,
+                        help="calibrated duration of one timed batch (0.1)")
+
+
 def rerun_in_child(module: str, argv, threads: int, env: dict | None = None) -> int | None:
     """Run `python -m module argv` with every runtime pinned to `threads` (most read their
     thread counts once, at import) and return its exit status; None when this process is

@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 from .peers import describe
-from .timing import measure, pin_threads, rerun_in_child
+from .timing import add_timing_arguments, measure, pin_threads, rerun_in_child
 
 LR, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 1e-8
 CASES = {"small": (100, 32, 16, 8), "large": (4096, 32, 1024, 8)}
@@ -365,12 +365,7 @@ def run_case(name: str, systems: list, threads: int, repeats: int, target: float
 def main(argv=None) -> int:
     """Command line: re-runs itself in a child with the thread environment, then measures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="threads for every system (all CPUs)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="interleaved repetitions (7; 3 with --quick)")
-    parser.add_argument("--target-seconds", type=float, default=0.1,
-                        help="calibrated duration of one timed batch (0.1)")
+    add_timing_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="only the small case")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help="comma-separated among " + ", ".join(SYSTEMS) + " (all)")
