@@ -57,7 +57,7 @@ def test_elementwise_chain_is_one_loop_nest_with_no_temporaries():
     lowered = f.lower(X)
     assert loop_nests(lowered) == 1
     source = lowered.stage("source")
-    assert source.count("np.empty(") == 1  # only the output buffer
+    assert source.count("empty_buffer(") == 1  # only the output buffer
 
 
 def test_multiple_outputs_share_one_loop_nest():

@@ -38,8 +38,15 @@ WORKER = textwrap.dedent("""
               and a.dtype == np.float64 and b.dtype == np.bool_)
     a2, _ = f(x[:5].copy(), y[:5].copy())   # another size: same kernel
     ok = ok and bool(np.array_equal(a2, x[:5] * 2.0 + 3.0))
+    big = np.ones(600_000)   # 4.8 MB outputs: from the buffer pool, reused by the 2nd call
+    for _ in range(2):
+        a3, _ = f(big, big)
+        ok = ok and bool(np.all(a3 == 3.0))
+        del a3, _
+    from flowjit.targets.cpu import buffer_pool
     tf.wait_for_cache_writes()   # the entry is written on a writer thread
     result = {"ok": ok, "seconds": seconds, "stats": dict(cache.STATS),
+              "pool": buffer_pool.stats(),
               "numba_imported": "numba" in sys.modules}
     if "--error" in sys.argv:
         try:
@@ -91,6 +98,7 @@ def test_second_process_hits_without_numba(filled):
           f"(cold was {cold['seconds']:.3f} s)")
     assert warm["ok"]
     assert warm["stats"] == {"hits": 1, "misses": 0, "stores": 0, "rejected": 0}
+    assert warm["pool"]["hits"] >= 1 and not warm["numba_imported"]  # cached code uses the pool
     assert "loaded kernel" in warm["log"] or warm["stats"]["hits"] == 1
     # The error path reruns with numba to raise the kernel's own message.
     assert "Incompatible shapes" in warm["error"]

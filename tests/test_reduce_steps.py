@@ -1,5 +1,4 @@
-"""The reduction steps generated kernels use (targets/cpu/reduce_steps.py) and the huge-page
-advice on large kernel buffers (targets/cpu/hugepages.py).
+"""The reduction steps generated kernels use (targets/cpu/reduce_steps.py).
 
 radd/rmax/rmin must give NumPy's results (NaN propagating through max/min, infinities
 kept) and must let LLVM vectorize the reduction loop they sit in, with no fast-math flag on
@@ -16,7 +15,6 @@ from hypothesis.extra import numpy as hnp
 from numba import njit
 
 import flowjit as tf
-from flowjit.targets.cpu.hugepages import advise_huge
 from flowjit.targets.cpu.reduce_steps import radd, rmax, rmin
 
 
@@ -90,38 +88,3 @@ def test_softmax_compiles_to_the_vector_steps():
 
     source = softmax.lower(np.ones((3, 5), np.float32)).source
     assert "rmax(" in source and "radd(" in source
-
-
-@njit(error_model="numpy")
-def _advised(n, offset):
-    buf = np.empty(n + offset, np.float32)[offset:]
-    advise_huge(buf)
-    for i in range(buf.shape[0]):
-        buf[i] = i
-    return buf
-
-
-@pytest.mark.parametrize("n", [0, 1, 1000, (4 << 20) // 4 - 1, (16 << 20) // 4 + 3])
-def test_advise_huge_accepts_any_buffer_and_keeps_its_contents(n):
-    out = _advised(n, 1)   # unaligned start: the advice covers whole pages only
-    np.testing.assert_array_equal(out, np.arange(n, dtype=np.float32))
-
-
-def _anon_huge_kb() -> int:
-    with open("/proc/self/smaps_rollup") as f:
-        return int(re.search(r"AnonHugePages:\s+(\d+)", f.read()).group(1))
-
-
-def test_advised_buffers_get_huge_pages_where_linux_offers_them():
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            mode = re.search(r"\[(\w+)\]", f.read()).group(1)
-        _anon_huge_kb()
-    except (OSError, AttributeError):
-        pytest.skip("no transparent huge pages on this system")
-    if mode == "never":
-        pytest.skip("transparent huge pages are disabled on this system")
-    before = _anon_huge_kb()
-    buf = _advised((64 << 20) // 4, 0)
-    assert _anon_huge_kb() - before >= 2048, "a 64 MB advised buffer got no huge page"
-    del buf

@@ -7,8 +7,8 @@ loop group.  Each group is emitted twice, under `if work >= PARALLEL_MIN_WORK:` 
 pool (the choice is made at run time from the sizes).  Scalar code is emitted one
 operation per statement, each hoisted to the outermost loop it depends on. Float
 reductions accumulate with `radd`/`rmax`/`rmin` (reduce_steps.py), so their loops vectorize
-without fastmath on anything else; every allocated buffer is offered huge pages
-(`advise_huge`, a no-op below 4 MiB).
+without fastmath on anything else; every buffer is allocated with `empty_buffer`
+(large_buffers.py), which recycles large blocks through the buffer pool.
 
 This module sees only kernel IR (`compiler.ir`) and the schedule; it knows no graph ops.
 """
@@ -198,8 +198,7 @@ class Generator:
         self.buffers[id(node)] = name
         dims = [self.size_text(d) for d in node.shape]
         shape = "(" + "".join(f"{d}, " for d in dims) + ")"
-        return [f"{name} = np.empty({shape}, dtype=np.{node.dtype.np_dtype.name})",
-                f"advise_huge({name})"]
+        return [f"{name} = empty_buffer({shape}, np.{node.dtype.np_dtype.name})"]
 
     # --- groups ---------------------------------------------------------------------------
     def group_code(self, group) -> list:

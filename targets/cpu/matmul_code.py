@@ -113,7 +113,7 @@ def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
     acc = gen.names.fresh("acc")
     dtype = node.dtype.np_dtype.name
     return [
-        f"{part} = np.empty(({blocks}, {m}, {n}), dtype=np.{dtype})",
+        f"{part} = empty_buffer(({blocks}, {m}, {n}), np.{dtype})",
         f"for blk in prange({blocks}):",
         f"    lo = blk * {k} // {blocks}",
         f"    hi = (blk + 1) * {k} // {blocks}",

@@ -37,6 +37,8 @@ import threading
 
 import numpy as np
 
+from .buffer_pool import ensure_pool
+
 log = logging.getLogger("flowjit.cache")
 
 _lock = threading.RLock()
@@ -138,6 +140,7 @@ def ensure_runtime(parallel: bool) -> dict:
                     ll.add_symbol("numba_" + name, address)
             for name, address in nrt.c_helpers.items():
                 ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+            ensure_pool(nrt)   # kernels allocate their large buffers from the pool
             for obj in builtins.__dict__.values():
                 if isinstance(obj, type) and issubclass(obj, BaseException):
                     ll.add_symbol(f"PyExc_{obj.__name__}", id(obj))

@@ -56,8 +56,7 @@ def column_reduce_code(gen, group) -> list:
               f"if {nparts} == 1:",  # accumulate straight into the result
               f"    {part} = {buf}.reshape((1, {shape}))",
               "else:",
-              f"    {part} = np.empty(({nparts}, {shape}), dtype=np.{m.dtype.np_dtype.name})",
-              f"    advise_huge({part})",
+              f"    {part} = empty_buffer(({nparts}, {shape}), np.{m.dtype.np_dtype.name})",
               f"{part}.fill({init})",
               f"{chunk} = ({r0_extent} + {nparts} - 1) // {nparts}"]
     order = list(ir.axis_vars(p - 1)) + list(m.raxes) + [ir.axis_var(p - 1)]
