@@ -218,12 +218,14 @@ def _exp_tanh_f32(x, out):
 
 def _float32_windows() -> np.ndarray:
     # consecutive float32 values around the float32 exp/expm1/tanh branch and range points:
-    # tanh's polynomial/exp switch (0.625), exp's overflow threshold and its x < 0 scaling
-    # path, the normal/subnormal result boundary (-87.34), exp -> 0 (-103.97), expm1's clamp
-    # (-18) and its cancellation region (|x| ~ ln2/2), tanh's clamp (10)
-    centers = [0.625, 88.72283172607422, 88.3762626647950, -87.33654475055310,
-               -103.27892990343185, -103.97208, -18.0, -17.33, 0.34657359, -0.34657359,
-               1.0397208, 10.0, 9.01, 2.0 ** -12, 2.0 ** -126]
+    # tanh's polynomial/exp switch (0.7) and the first steps of its own exp reduction
+    # (n = rint(2|x|*log2(e)) changes at |x| = (k + 1/2)*ln2/2: 0.866, 1.213), exp's overflow
+    # threshold and its x < 0 scaling path, the normal/subnormal result boundary (-87.34),
+    # exp -> 0 (-103.97), expm1's clamp (-18) and its cancellation region (|x| ~ ln2/2),
+    # tanh's clamp (10) and where it rounds to 1 (9.01)
+    centers = [0.7, 0.8664339757, 1.2130075660, 88.72283172607422, 88.3762626647950,
+               -87.33654475055310, -103.27892990343185, -103.97208, -18.0, -17.33, 0.34657359,
+               -0.34657359, 1.0397208, 10.0, 9.01, 2.0 ** -12, 2.0 ** -126]
     k = np.arange(-3000, 3001, dtype=np.int64)
     parts = []
     for c in centers:
@@ -248,6 +250,28 @@ def test_float32_exp_expm1_tanh_sweep_and_branch_points():
         worst = int(np.argmax(d))
         assert d[worst] <= 1, (name, x[worst], out[row][worst], d[worst])
         assert np.array_equal(np.signbit(out[row][x == 0]), np.signbit(ref[x == 0])), name
+
+
+@njit(error_model="numpy")
+def _tanh_f32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = tanh(x[i])
+
+
+def test_float32_tanh_dense_over_all_binades():
+    # ~10**7 float32 in [-10, 10]: every 211th bit pattern from 0 to 10.0 (all binades from the
+    # subnormals up, every mantissa residue class mod 211), both signs; the exhaustive check
+    # over all 2**32 inputs gives 1 ulp
+    top = int(np.array([10.0], np.float32).view(np.uint32)[0])
+    pos = np.arange(0, top + 1, 211, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([pos, -pos])
+    out = np.empty_like(x)
+    _tanh_f32(x, out)
+    ref = np.tanh(x.astype(np.float64)).astype(np.float32)
+    d = ulp_distance(out, ref)
+    worst = int(np.argmax(d))
+    assert x.size > 10 ** 7 and d[worst] <= 1, (x[worst], out[worst], ref[worst], d[worst])
+    assert np.array_equal(np.signbit(out), np.signbit(x))
 
 
 _LIBM = re.compile(r"call [^\n]*@(llvm\.)?(exp|expm1|log|log1p|tanh|erf|sin|cos|pow)"

@@ -62,15 +62,16 @@ sin/cos(+-inf)=nan, and -0.0 is kept by expm1, log1p, tanh, erf and sin.
 
 Time per 10**7 elements, one thread, CPU time on the (busy) 2-core AVX-512 build machine,
 float32 / float64, against NumPy: exp 2.6 / 10.4 ms (NumPy 9.4 / 17.5), expm1 3.2 (float32;
-8.5), log 4.1 / 10.0 (8.4 / 17.1), tanh 3.8 / 14.7 (8.3 / 25.1), sigmoid 3.3 / 12.9 (28 / 46),
+8.5), log 4.1 / 10.0 (8.4 / 17.1), tanh 3.5 / 14.7 (8.3 / 25.1), sigmoid 3.3 / 12.9 (28 / 46),
 erf 9.2 / 34 (SciPy 181 / 183), sin 20 / 58 (9.9 / 157), limited sin 3.9 (float32); a plain
 copy loop takes 2.7-2.9 ms in float32, so alone most functions are close to memory bound: fused
 loops gain more. With the data in L1 (a 4096-element block, 2442 times) float32 exp takes
-3.0 ms, expm1 3.5, tanh 4.0, sigmoid 3.8 (about 15 / 17 / 19 / 18 cycles per 16-lane vector;
-before the float32-specific exp/expm1/tanh: 4.7, 5.5, 6.6, 5.6). Two threads, prange loop,
-10**7 float32 into a preallocated output, medians of 11: exp 1.7-1.9 ms (was 2.2), tanh
-1.9-2.1 (was 3.2), copy 1.8-2.4; the softmax of a 4096x1024 float32 matrix
-(reduce_max, exp(x - m), divide by reduce_sum) 1.05-1.2 ms (was 1.46-1.6).
+3.0 ms, expm1 3.5, tanh 3.5, sigmoid 3.8 (about 15 / 17 / 17 / 18 cycles per 16-lane vector;
+before the float32-specific exp/expm1/tanh: 4.7, 5.5, 6.6, 5.6; tanh was 4.0 before its inline
+short exp, measured in the same process: 3.99 -> 3.53 ms, and 3.85 -> 3.46 ms for the one-thread
+10**7 loop). Two threads, prange loop, 10**7 float32 into a preallocated output, medians of 11:
+exp 1.7-1.9 ms (was 2.2), tanh 1.9-2.1 (was 3.2), copy 1.8-2.4; the softmax of a 4096x1024
+float32 matrix (reduce_max, exp(x - m), divide by reduce_sum) 1.05-1.2 ms (was 1.46-1.6).
 """
 
 from __future__ import annotations
