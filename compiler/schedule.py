@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import ir
+from .box_updates import find_box_update
 from .ir import Node, NodeKind, Scalar
 
 _EXPENSIVE_BODY = 12
@@ -56,6 +57,7 @@ class Schedule:
     scratch: set = dataclasses.field(default_factory=set)  # per-row scratch buffers
     reuse: dict = dataclasses.field(default_factory=dict)  # id(node) -> node whose buffer it takes
     resolved: dict = dataclasses.field(default_factory=dict)  # id -> body, loads resolved
+    boxes: dict = dataclasses.field(default_factory=dict)  # id(node) -> {axis: (lo, hi)}
 
 
 def _body_cost(node: Node) -> tuple:
@@ -314,11 +316,15 @@ def plan_memory(sched: Schedule):
             for prod, idx in _loads_of(sched.resolved[id(m)]):
                 readers.setdefault(id(prod), []).append((m, idx))
     taken = set()
+    group_of = {id(m): k for k, g in enumerate(sched.groups) for m in g.members}
     for g in sched.groups:
         if g.kind != "loop":
             continue
         for m in g.members:
             if m.kind is not NodeKind.COMPUTE or id(m) in sched.local or id(m) in sched.scratch:
+                continue
+            if len(g.members) == 1 and _plan_box_update(sched, m, readers, group_of, outputs,
+                                                        taken):
                 continue
             for prod, idx in _loads_of(sched.resolved[id(m)]):
                 if (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
@@ -334,3 +340,28 @@ def plan_memory(sched: Schedule):
                     sched.notes.append(f"{m.name}: written in place into {prod.name}'s buffer "
                                        "(its only reader, same index, shape and dtype)")
                     break
+
+
+def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> bool:
+    """Record `m` as an in-place box update of the buffer it selects from (box_updates.py)
+    when that buffer is a temporary no later loop nest reads."""
+    found = find_box_update(m, sched.resolved[id(m)])
+    if found is None:
+        return False
+    prod, box = found
+    if (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
+            or id(prod) in taken or id(prod) in sched.local or id(prod) in sched.scratch
+            or id(prod) in sched.inline or id(prod) not in group_of
+            or prod.dtype is not m.dtype or tuple(prod.shape) != tuple(m.shape)):
+        return False
+    here = group_of[id(m)]
+    if any(r is not m and group_of.get(id(r), here) >= here for r, _ in readers.get(id(prod), [])):
+        return False
+    sched.reuse[id(m)] = prod
+    sched.boxes[id(m)] = box
+    taken.add(id(prod))
+    ranges = ", ".join(f"axis {a}: [{lo}, {'end' if hi is None else hi})"
+                       for a, (lo, hi) in sorted(box.items()))
+    sched.notes.append(f"{m.name}: updates {prod.name}'s buffer in place over the box "
+                       f"{ranges} only")
+    return True

@@ -85,3 +85,33 @@ def test_blas_threads_are_restored_after_each_call():
     _check(products_generic(*operands), operands, np.float32)
     assert get() == before
     put(max(1, before))
+
+
+def _grams(a, b):
+    """a @ a.T and a.T @ a (Gram products: one triangle, mirrored), and a @ b.T for contrast."""
+    return a @ a.T + 1.0, a.T @ a, a @ b.T
+
+
+grams = flowjit.jit(_grams)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k", [(600, 300), (97, 131), (131, 97), (9, 8000), (2, 3)])
+def test_gram_products_equal_numpy_and_are_symmetric(m, k, dtype):
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((m, k)).astype(dtype)
+    got = grams(a, b)
+    want = _grams(a.astype(np.float64), b.astype(np.float64))
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * np.sqrt(max(m, k)))
+    np.testing.assert_array_equal(got[0], got[0].T)   # mirrored: exactly symmetric
+    np.testing.assert_array_equal(got[1], got[1].T)
+
+
+def test_gram_products_compute_one_triangle():
+    a = RNG.standard_normal((300, 200))
+    source = grams.lower(a, a).source
+    assert source.count("gram_rows(") == 2          # a @ a.T and a.T @ a, not a @ b.T
+    assert "np.dot(in0[lo:hi], in1.T" in source     # a @ b.T: the ordinary row split

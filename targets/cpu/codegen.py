@@ -277,9 +277,10 @@ class Generator:
             k += 1
         lines = list(hoisted.get(0, [])) if p else []
         indent = ""
+        box = self.schedule.boxes.get(id(members[0]), {}) if len(members) == 1 else {}
         for k in range(p):
             rng = "prange" if (parallel and k == 0) else "range"
-            lines.append(f"{indent}for i{k} in {rng}({outer[k]}):")
+            lines.append(f"{indent}for i{k} in {rng}({_bounds(box.get(k), outer[k])}):")
             indent += "    "
             lines += [indent + s for s in hoisted.get(k + 1, [])]
         lines += [indent + s for s in self.row_allocs]
@@ -342,9 +343,10 @@ class Generator:
             dtype = body.dtype
             out += scalar_code.reduce_init(m.attr, acc, dtype, self)
         indent = ""
+        box = self.schedule.boxes.get(id(m), {}) if m.kind is NodeKind.COMPUTE else {}
         for k, d in enumerate(extents):
             var = f"i{p + k}" if m.kind is NodeKind.COMPUTE else f"r{k}"
-            out.append(f"{indent}for {var} in range({self.size_text(d)}):")
+            out.append(f"{indent}for {var} in range({_bounds(box.get(p + k), self.size_text(d))}):")
             indent += "    "
             out += [indent + s for s in em.take(p + k + 1)]
         for key in [k for k, v in names.items() if v[1] > p]:
@@ -376,6 +378,15 @@ class Generator:
 
     def matmul_code(self, node) -> list:
         return matmul_code.matmul_lines(self, node)
+
+
+def _bounds(box_range, extent: str) -> str:
+    """range() arguments of a loop over `extent`, restricted to an in-place update's box."""
+    if box_range is None:
+        return extent
+    lo, hi = box_range
+    stop = extent if hi is None else f"min({hi}, {extent})"
+    return stop if lo == 0 else f"{lo}, {stop}"
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:

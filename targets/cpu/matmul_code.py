@@ -14,6 +14,9 @@ blocks here, one single-threaded BLAS call per block, under `prange`:
 - otherwise A's transpose is copied row-major first (M*K elements, small next to M*N*K
   multiply-adds) and C's rows are split.
 
+A product of one operand with its own transpose (`a @ a.T`, `a.T @ a`) computes one triangle
+and mirrors it instead (gram_code.py).
+
 Small products (under SPLIT_MIN_WORK multiply-adds) are one BLAS call, decided at run time
 from the sizes like the other loop nests (or at generation when the sizes are static).
 """
@@ -25,6 +28,7 @@ import os
 import numpy as np
 
 from ...compiler import ir
+from .gram_code import gram_lines, is_gram
 
 SPLIT_MIN_WORK = 1 << 19     # multiply-adds: below this one BLAS call on one thread is best
                              # (a 1000x1000 float64 matrix-vector product, 1M, is split)
@@ -60,10 +64,15 @@ def matmul_lines(gen, node) -> list:
     if all(ir.is_const(d) for d in dims):
         if int(np.prod([d.attr for d in dims], dtype=np.int64)) < SPLIT_MIN_WORK:
             return lines + single
+        if is_gram(node):
+            return lines + gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
         split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
         return lines + split
     work = " * ".join(gen.size_text(d) for d in dims)
-    split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
+    if is_gram(node):   # a @ a.T or a.T @ a: one triangle, mirrored (gram_code.py)
+        split = gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
+    else:
+        split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
     return (lines + [f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
             + ["else:"] + ["    " + s for s in single])
 
