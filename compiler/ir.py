@@ -184,6 +184,7 @@ class NodeKind(enum.Enum):
     REDUCE = "reduce"
     MATMUL = "matmul"
     RESHAPE = "reshape"
+    SCATTER = "scatter"
 
 
 class Combiner(enum.Enum):
@@ -209,6 +210,9 @@ class Node:
                body = Expr over axes+raxes, attr = Combiner
       MATMUL:  inputs = (a, b), attr = (transpose_a, transpose_b)   [rank 2 or batched]
       RESHAPE: inputs = (x,)   (a view of x, which must be materialized C-contiguous)
+      SCATTER: inputs = (base, rows, updates): base with base[rows[r]] = updates[r] for
+               r in order (the last write of a row wins); rows is 1-D integer, updates has
+               shape [len(rows)] + base.shape[1:]; a row out of range fails the kernel
     """
 
     __slots__ = ("kind", "dtype", "shape", "axes", "body", "raxes", "rshape", "inputs",
@@ -275,6 +279,11 @@ def reshape(x: Node, shape) -> Node:
     return _node(NodeKind.RESHAPE, x.dtype, shape, inputs=(x,))
 
 
+def scatter_rows(base: Node, rows: Node, updates: Node) -> Node:
+    """base with its rows rows[r] replaced by updates[r], in order (see Node)."""
+    return _node(NodeKind.SCATTER, base.dtype, base.shape, inputs=(base, rows, updates))
+
+
 def producers(node: Node) -> list:
     """The nodes `node` reads (through loads in its body, or as direct inputs)."""
     out = list(node.inputs)
@@ -335,12 +344,16 @@ def substitute(expr: Expr, mapping: dict) -> Expr:
 class Program:
     """A cluster in kernel IR: typed inputs and the nodes it must return."""
 
-    __slots__ = ("inputs", "outputs", "checks")
+    __slots__ = ("inputs", "outputs", "checks", "donated")
 
-    def __init__(self, inputs, outputs, checks=()):
+    def __init__(self, inputs, outputs, checks=(), donated=()):
         self.inputs = tuple(inputs)     # INPUT nodes, by position
         self.outputs = tuple(outputs)   # Nodes to return, in order
         self.checks = tuple(checks)     # (Expr bool, message): runtime size checks
+        # (input position, output index) pairs: the caller hands that input's array over to
+        # be overwritten with that output (flowjit.jit's arguments a function mutates), so a
+        # SCATTER producing the output may write in place into the input
+        self.donated = tuple(sorted(donated))
 
     def nodes(self) -> list:
         """Every node reachable from the outputs, producers before consumers."""
@@ -371,4 +384,4 @@ class Program:
 
     def replace(self, outputs=None, checks=None) -> Program:
         return Program(self.inputs, self.outputs if outputs is None else outputs,
-                       self.checks if checks is None else checks)
+                       self.checks if checks is None else checks, self.donated)

@@ -51,6 +51,9 @@ def node_text(n: Node) -> str:
         ta, tb = n.attr
         return (f"{head} = matmul({n.inputs[0].name}{'.T' if ta else ''}, "
                 f"{n.inputs[1].name}{'.T' if tb else ''})")
+    if n.kind is NodeKind.SCATTER:
+        base, rows, updates = (x.name for x in n.inputs)
+        return f"{head} = scatter_rows({base}, rows={rows}, updates={updates})"
     return f"{head} = reshape({n.inputs[0].name})"
 
 
@@ -60,4 +63,6 @@ def program_text(p: Program) -> str:
     lines.append("return " + ", ".join(o.name for o in p.outputs))
     for cond, msg in p.checks:
         lines.append(f"check {expr_text(cond)}  # {msg}")
+    for position, out in p.donated:
+        lines.append(f"donated input {position} -> output {out}")
     return "\n".join(lines)

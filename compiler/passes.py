@@ -53,6 +53,8 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
         elif n.kind is NodeKind.MATMUL:
             a, b = (new_node(x) for x in n.inputs)
             out = ir.matmul(a, b, n.attr[0], n.attr[1], shape)
+        elif n.kind is NodeKind.SCATTER:
+            out = ir.scatter_rows(*(new_node(x) for x in n.inputs))
         else:
             out = ir.reshape(new_node(n.inputs[0]), shape)
         node_map[id(n)] = out
@@ -69,7 +71,7 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
         if ir.is_const(c, False):
             raise ValueError(msg)
         checks.append((c, msg))
-    return ir.Program(program.inputs, outputs, checks)
+    return ir.Program(program.inputs, outputs, checks, program.donated)
 
 
 def _forwarded(body, n, shape):

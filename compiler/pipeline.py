@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from . import passes
+from . import ir, passes
 from .ir_text import program_text
 from .lowering import lower_cluster
 from .schedule import make_schedule
@@ -111,7 +111,8 @@ def drop_unused_constants(program, constants: list):
     if len(keep) == len(constants):
         return program, constants
     inputs = list(program.inputs[:n_user]) + [program.inputs[n_user + k] for k in keep]
-    return (Program(inputs, program.outputs, program.checks), [constants[k] for k in keep])
+    return (Program(inputs, program.outputs, program.checks, program.donated),
+            [constants[k] for k in keep])
 
 
 def _generate(schedule) -> str:
@@ -120,11 +121,16 @@ def _generate(schedule) -> str:
     return generate_source(schedule)
 
 
-def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = ""):
-    """Lower one cluster of graph ops and compile it (see compile_program)."""
+def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = "",
+                    donated=()):
+    """Lower one cluster of graph ops and compile it (see compile_program). `donated`:
+    (input position, output index) pairs whose input arrays the caller lets the kernel
+    overwrite with that output (ir.Program.donated)."""
     stages = Stages()
     if graph_text:
         stages.add("graph", graph_text)
     program, constants = lower_cluster(ops, input_tensors, input_specs, output_tensors)
+    if donated:
+        program = ir.Program(program.inputs, program.outputs, program.checks, donated)
     stages.add("lowered", program_text(program))
     return compile_program(program, [c for _, c in constants], stages)

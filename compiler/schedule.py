@@ -13,7 +13,8 @@ Input: a simplified `Program`.  Output: a `Schedule` —
 - `notes`: why each pair of neighbouring nodes was or was not fused (for `lower()`).
 
 Rules (each recorded in `notes` when it splits a fusion):
-- program outputs, REDUCE, MATMUL, RESHAPE and inputs of MATMUL/RESHAPE are materialized;
+- program outputs, REDUCE, MATMUL, RESHAPE, SCATTER and the inputs of MATMUL/RESHAPE/SCATTER
+  are materialized;
 - a COMPUTE read by several consumers is materialized if it is expensive (transcendental
   functions or a body of more than 12 operations), otherwise recomputed in each;
 - a node joins the current group when its leading dimensions are the group's outer space
@@ -89,7 +90,7 @@ def decide_inlining(program: ir.Program):
     outputs = {id(o) for o in program.outputs}
     must = set(outputs)
     for n in nodes:
-        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE):
+        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER):
             must.update(id(p) for p in n.inputs)
     inline, notes = set(), []
     total_cost: dict = {}   # id -> (ops, transcendental) of the body with inlined producers
@@ -175,7 +176,7 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
     for n in program.nodes():
         if n.kind is NodeKind.INPUT or id(n) in inline:
             continue
-        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE):
+        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER):
             groups.append(Group(tuple(n.shape), [n], kind=n.kind.value))
             member_group[id(n)] = len(groups) - 1
             continue
@@ -318,6 +319,9 @@ def plan_memory(sched: Schedule):
     taken = set()
     group_of = {id(m): k for k, g in enumerate(sched.groups) for m in g.members}
     for g in sched.groups:
+        if g.kind == "scatter":
+            _plan_scatter(sched, g.members[0], readers, group_of, outputs, taken)
+    for g in sched.groups:
         if g.kind != "loop":
             continue
         for m in g.members:
@@ -365,3 +369,31 @@ def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> b
     sched.notes.append(f"{m.name}: updates {prod.name}'s buffer in place over the box "
                        f"{ranges} only")
     return True
+
+
+def _plan_scatter(sched: Schedule, m, readers, group_of, outputs, taken) -> None:
+    """A SCATTER writes its rows into its base's buffer when nothing reads the base after
+    it: a temporary (not an output), or an input the caller donated for this output."""
+    base = m.inputs[0]
+    here = group_of[id(m)]
+    if any(r is not m and group_of.get(id(r), here) >= here
+           for r, _ in readers.get(id(base), [])):
+        return
+    if id(base) in taken:
+        return
+    if base.kind is NodeKind.INPUT:
+        position = base.attr[0]
+        outs = [k for k, o in enumerate(sched.program.outputs) if o is m]
+        if not any((position, k) in sched.program.donated for k in outs) or \
+                any(o is base for o in sched.program.outputs):
+            return
+        note = f"writes its rows into input {position}'s array in place (donated)"
+    elif (base.kind is NodeKind.RESHAPE or id(base) in outputs or id(base) in sched.local
+          or id(base) in sched.scratch or id(base) in sched.inline
+          or id(base) not in group_of):
+        return
+    else:
+        note = f"writes its rows into {base.name}'s buffer in place"
+    sched.reuse[id(m)] = base
+    taken.add(id(base))
+    sched.notes.append(f"{m.name}: {note}")

@@ -4,10 +4,17 @@
 `indices` (its last dimension indexes the first `indices.shape[-1]` axes of `tensor`). When
 an index repeats, the later update wins, as NumPy's assignment `a[idx] = v` leaves it (the
 NumPy front end writes `a[idx] = v` with a traced `idx` through this op). An index out of
-range is an InvalidArgumentError. No lowering: it runs as a runtime op with its NumPy
-kernel. The gradient is defined here too: the tensor's gradient is zero where it was
-overwritten, the updates' gradient is the output gradient gathered at `indices` (for a
-repeated index every occurrence receives it, although only the last one is kept).
+range is an InvalidArgumentError.
+
+Lowered to the kernel IR's SCATTER node when the indices address rows (shape [k, 1], as the
+NumPy front end writes them): a runtime check that every row index is in range, then the
+row writes in order; the CPU target writes in place when the tensor is a dead temporary or
+a donated argument of `flowjit.jit` (compiler/schedule.py). Other index depths run as a
+runtime op with the NumPy kernel.
+
+The gradient is defined here too: the tensor's gradient is zero where it was overwritten,
+the updates' gradient is the output gradient gathered at `indices` (for a repeated index
+every occurrence receives it, although only the last one is kept).
 """
 
 from __future__ import annotations
@@ -80,6 +87,27 @@ def _gradient(op, grad):
     return [tensor_scatter_nd_update(grad, indices, zeros_like(updates)), None,
             gather_nd(grad, indices)]
 
+
+def _lower(ctx, op, inputs):
+    """Row scatter (indices of shape [k, 1]) as SCATTER; anything else stays a runtime op."""
+    from ..compiler import ir
+    from ..compiler.lowering import NotLowerable
+    from . import lower_index as lx
+    from .gather_ops import _guarded, _index_check
+
+    tensor, indices, updates = inputs
+    if len(indices.shape) != 2 or not ir.is_const(indices.shape[1], 1) or not tensor.shape:
+        raise NotLowerable("TensorScatterUpdate is compiled for row indices of shape [k, 1]")
+    limit = tensor.shape[0]
+    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
+                        f"{op.name}: an index does not index into the tensor's first axis")
+    axes = ir.axis_vars(1)
+    row = lx.index(ir.load(indices, [axes[0], ir.index(0)]))
+    rows = ir.compute(ir.INDEX, [indices.shape[0]], axes, _guarded(flag, row, limit))
+    return [ir.scatter_rows(tensor, rows, updates)]
+
+
+TENSOR_SCATTER_UPDATE.lower = _lower
 
 OP_DEFS = (TENSOR_SCATTER_UPDATE,)
 GRADIENTS = ((TENSOR_SCATTER_UPDATE, _gradient),)

@@ -51,7 +51,7 @@ class _Compiled:
     """An entry that runs one compiled kernel."""
 
     __slots__ = ("constants", "template", "out_constants", "cluster", "trace", "single",
-                 "writebacks")
+                 "writebacks", "donated")
     python = False
 
     def __init__(self, cluster, tr):
@@ -61,8 +61,21 @@ class _Compiled:
         self.cluster = cluster
         self.trace = tr
         self.writebacks = tr.writebacks
+        # arguments the kernel may overwrite in place (their final value is an output)
+        self.donated = tuple(sorted({arg for arg, _ in tr.writebacks}))
         self.single = self.template == ("t", 0) and not self.out_constants \
             and not self.writebacks
+
+    def _unshared(self, arrays):
+        """`arrays`, with a private copy of each donated argument that shares memory with
+        another argument (the kernel would otherwise read what it has already written);
+        the caller's array still receives the result through the write-back."""
+        arrays = list(arrays)
+        for p in self.donated:
+            if any(j != p and isinstance(b, np.ndarray) and np.may_share_memory(arrays[p], b)
+                   for j, b in enumerate(arrays)):
+                arrays[p] = arrays[p].copy()
+        return arrays
 
     def call_checked(self, arrays):
         """__call__ for arrays JitFunction's fast path has checked (layout flags, and dtype
@@ -70,24 +83,33 @@ class _Compiled:
         trusted = getattr(self.cluster.kernel, "call_trusted", None)
         if trusted is None:
             return self(arrays)
+        given = arrays
+        if self.donated:
+            arrays = self._unshared(arrays)
         try:
             outs = trusted([*arrays, *self.constants])
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
-        return self._finish(arrays, outs)
+        return self._finish(given, outs)
 
     def __call__(self, arrays):
+        given = arrays
+        if self.donated:
+            arrays = self._unshared(arrays)
         try:
             outs = self.cluster.kernel(*arrays, *self.constants)  # swapped to the entry point
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
-        return self._finish(arrays, outs)
+        return self._finish(given, outs)
 
     def _finish(self, arrays, outs):
         if self.single:
             return outs[0]
         for arg, out in self.writebacks:
-            np.copyto(arrays[arg], outs[out], casting="unsafe")
+            target, value = arrays[arg], outs[out]
+            if value is not target and not (value.ctypes.data == target.ctypes.data
+                                             and value.shape == target.shape):
+                np.copyto(target, value, casting="unsafe")   # else written in place
         return rebuild(self.template, list(outs), self.out_constants)
 
 
@@ -244,7 +266,7 @@ class JitFunction:
         ops = [op for op in tr.graph.get_operations() if op.type != "Placeholder"]
         try:
             cluster = compile_cluster(ops, tr.placeholders, tr.specs, tr.outputs,
-                                      graph_text(tr.graph))
+                                      graph_text(tr.graph), donated=tr.writebacks)
             entry = _Compiled(cluster, tr)
             log.info("flowjit.jit: compiled %s (%s)", self.__name__, reason)
         except NotLowerable as e:

@@ -224,6 +224,7 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     ret = kernel.overloads[_signature(program)].signature.return_type
     outputs = [(np.dtype(str(t.dtype)).name, t.ndim) for t in getattr(ret, "types", ())]
     meta = {"abi": ABI, "entry": entry.native_name, "inputs": inputs, "outputs": outputs,
-            "parallel": "prange(" in source, "symbols": symbols}
+            "parallel": "prange(" in source, "symbols": symbols,
+            "donated": [list(pair) for pair in program.donated]}
     return {"kernel.o": bytes(obj), "kernel.json": json.dumps(meta).encode(),
             "source.py": source.encode()}

@@ -159,6 +159,8 @@ def ir_fingerprint(program: Program) -> str:
     lines.append("outputs " + " ".join(str(node_ix[id(o)]) for o in program.outputs))
     for cond, message in program.checks:
         lines.append(f"check e{ex(cond)} {message!r}")
+    if program.donated:
+        lines.append(f"donated {list(program.donated)}")
     return "\n".join(lines)
 
 

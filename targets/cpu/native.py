@@ -198,6 +198,8 @@ class NativeKernel:
         self._fn = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)(
             address)
         self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
+        # outputs written into a donated input's array: handed back as that array, not copied
+        self._donated = {k: p for p, k in meta.get("donated", ())}
         self._out_dtypes = [np.dtype(d) for d, _ in meta["outputs"]]  # kept alive: consts
         addresses = [id(np.ndarray)] + [id(d) for d in self._out_dtypes]
         self._consts = (ctypes.c_int64 * len(addresses))(*addresses)
@@ -229,10 +231,18 @@ class NativeKernel:
             return self._fallback()(*arrays)
         for y in outs:
             if y.base is None and not y.flags.owndata:
-                # memory of an input, not NRT-owned: copy it while the inputs are alive
-                return tuple(np.array(z) if z.base is None and not z.flags.owndata else z
-                             for z in outs)
+                # memory of an input, not NRT-owned: copy it while the inputs are alive,
+                # unless the input was donated for this output (then it is that array)
+                return tuple(self._alias(k, z, arrays) for k, z in enumerate(outs))
         return outs
+
+    def _alias(self, k, z, arrays):
+        if z.base is not None or z.flags.owndata:
+            return z
+        p = self._donated.get(k)
+        if p is not None and arrays[p].ctypes.data == z.ctypes.data:
+            return arrays[p]
+        return np.array(z)
 
 
 class SwitchingKernel:
