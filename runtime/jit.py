@@ -26,6 +26,7 @@ import logging
 
 import numpy as np
 
+from ..compiler.ir import NodeKind
 from ..compiler.lowering import NotLowerable
 from ..compiler.np_array import GraphBreak, NeedsStaticShapes
 from ..compiler.pipeline import Stages, compile_cluster
@@ -61,8 +62,10 @@ class _Compiled:
         self.cluster = cluster
         self.trace = tr
         self.writebacks = tr.writebacks
-        # arguments the kernel may overwrite in place (their final value is an output)
-        self.donated = tuple(sorted({arg for arg, _ in tr.writebacks}))
+        # arguments the kernel overwrites in place (a scatter into a donated argument)
+        schedule = getattr(cluster, "schedule", None)
+        reused = schedule.reuse.values() if schedule is not None else ()
+        self.donated = tuple(sorted({n.attr[0] for n in reused if n.kind is NodeKind.INPUT}))
         self.single = self.template == ("t", 0) and not self.out_constants \
             and not self.writebacks
 
@@ -107,9 +110,9 @@ class _Compiled:
             return outs[0]
         for arg, out in self.writebacks:
             target, value = arrays[arg], outs[out]
-            if value is not target and not (value.ctypes.data == target.ctypes.data
-                                             and value.shape == target.shape):
-                np.copyto(target, value, casting="unsafe")   # else written in place
+            if arg in self.donated and value.ctypes.data == target.ctypes.data:
+                continue   # the kernel wrote into the argument itself
+            np.copyto(target, value, casting="unsafe")
         return rebuild(self.template, list(outs), self.out_constants)
 
 
