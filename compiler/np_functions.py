@@ -2,7 +2,8 @@
 
 `FUNCTIONS` maps each supported NumPy function to its traced implementation; it is what
 `TracedArray.__array_function__` dispatches on (anything else is a GraphBreak naming the
-function) and the published list of supported functions (docs/numpy_support.md).
+function) and the published list of supported functions (docs/numpy_support.md); it
+includes np_functions_more.MORE_FUNCTIONS.
 `install(TracedArray)` adds the ndarray methods (`.sum()`, `.reshape()`, `.astype()`, ...)
 and Python operators (each operator is its ufunc, so promotion and in-place casting rules
 are NumPy's: `a += 1.5` on an int array raises as NumPy does).
@@ -20,6 +21,7 @@ import numpy as np
 from . import np_linalg as la
 from . import np_reductions as red
 from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+from .np_functions_more import MORE_FUNCTIONS
 from .np_ufuncs import _dummy, call
 
 
@@ -373,6 +375,7 @@ FUNCTIONS = {
     np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud), np.pad: pad,
     np.atleast_1d: lambda *a: _atleast(a[0], 1) if len(a) == 1 else [_atleast(x, 1) for x in a],
     np.atleast_2d: lambda *a: _atleast(a[0], 2) if len(a) == 1 else [_atleast(x, 2) for x in a],
+    **MORE_FUNCTIONS,   # np_functions_more.py: nan-reductions, average, cross, tensordot, ...
 }
 
 

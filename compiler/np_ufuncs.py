@@ -96,6 +96,129 @@ def _scale(factor):
     return build
 
 
+def _c(value, like):
+    return api().constant(value, dtype=like.dtype)
+
+
+def _signbit(x):
+    """x < 0, or x == 0 with 1/x < 0 (-0.0); a NaN counts as positive."""
+    tf = api()
+    zero = _c(0.0, x)
+    neg_zero = tf.logical_and(tf.equal(x, zero), tf.less(tf.reciprocal(x), zero))
+    return tf.logical_or(tf.less(x, zero), neg_zero)
+
+
+def _copysign(a, b):
+    tf = api()
+    mag = tf.abs(a)
+    return tf.where_v2(_signbit(b), tf.negative(mag), mag)
+
+
+def _big(x):
+    """The size above which sqrt(1 + x*x) == |x| in x's dtype (and x*x may overflow)."""
+    return _c(float(np.finfo(x.dtype.as_numpy_dtype).eps) ** -0.5, x)
+
+
+def _arcsin(x):
+    tf = api()
+    one = _c(1.0, x)
+    return tf.atan2(x, tf.sqrt(tf.multiply(tf.subtract(one, x), tf.add(one, x))))
+
+
+def _arccos(x):
+    tf = api()
+    one = _c(1.0, x)
+    return tf.atan2(tf.sqrt(tf.multiply(tf.subtract(one, x), tf.add(one, x))), x)
+
+
+def _arcsinh(x):
+    tf = api()
+    one = _c(1.0, x)
+    a = tf.abs(x)
+    a2 = tf.square(a)
+    small = tf.log1p(tf.add(a, tf.truediv(a2, tf.add(one, tf.sqrt(tf.add(one, a2))))))
+    large = tf.add(tf.log(a), _c(math.log(2.0), x))
+    r = tf.where_v2(tf.greater(a, _big(x)), large, small)
+    return tf.where_v2(tf.equal(x, _c(0.0, x)), x, _copysign(r, x))
+
+
+def _arccosh(x):
+    tf = api()
+    one, two = _c(1.0, x), _c(2.0, x)
+    t = tf.subtract(x, one)
+    small = tf.log1p(tf.add(t, tf.sqrt(tf.multiply(t, tf.add(two, t)))))
+    large = tf.add(tf.log(x), _c(math.log(2.0), x))
+    r = tf.where_v2(tf.greater(x, _big(x)), large, small)
+    return tf.where_v2(tf.less(x, one), _c(np.nan, x), r)
+
+
+def _arctanh(x):
+    tf = api()
+    one = _c(1.0, x)
+    a = tf.abs(x)   # odd symmetry keeps log1p's argument positive (accurate near -1)
+    r = tf.multiply(_c(0.5, x), tf.log1p(tf.truediv(tf.add(a, a), tf.subtract(one, a))))
+    return tf.where_v2(tf.equal(x, _c(0.0, x)), x, _copysign(r, x))
+
+
+def _fmod(a, b):
+    """C's fmod from the floored FloorMod: |a| mod |b| carries a's sign (exact for floats);
+    integers correct the floored result, and x fmod 0 is 0 as in NumPy."""
+    tf = api()
+    if a.dtype.is_floating:
+        return _copysign(tf.floormod(tf.abs(a), tf.abs(b)), a)
+    zero, one = tf.zeros_like(b), tf.ones_like(b)
+    if a.dtype.is_unsigned:
+        bad = tf.equal(b, zero)
+        return tf.where_v2(bad, zero, tf.floormod(a, tf.where_v2(bad, one, b)))
+    bad = tf.logical_or(tf.equal(b, zero), tf.equal(b, tf.negative(one)))   # INT_MIN % -1
+    r = tf.floormod(a, tf.where_v2(bad, one, b))
+    fix = tf.logical_and(tf.not_equal(r, zero), tf.not_equal(tf.less(r, zero), tf.less(a, zero)))
+    return tf.where_v2(bad, zero, tf.where_v2(fix, tf.subtract(r, b), r))
+
+
+def _trunc(x):
+    tf = api()
+    if not x.dtype.is_floating:
+        return x
+    return tf.where_v2(tf.less(x, _c(0.0, x)), tf.ceil(x), tf.floor(x))
+
+
+def _logaddexp(base):
+    def build(a, b):
+        tf = api()
+        m = tf.maximum(a, b)
+        d = tf.negative(tf.abs(tf.subtract(a, b)))
+        if base == 2.0:
+            tail = tf.multiply(tf.log1p(tf.pow(_c(2.0, a), d)), _c(1.0 / math.log(2.0), a))
+            same = tf.add(a, _c(1.0, a))
+        else:
+            tail = tf.log1p(tf.exp(d))
+            same = tf.add(a, _c(math.log(2.0), a))
+        return tf.where_v2(tf.equal(a, b), same, tf.add(m, tail))
+    return build
+
+
+def _cbrt(x):
+    tf = api()
+    a = tf.abs(x)
+    y = tf.pow(a, _c(1.0 / 3.0, x))
+    # one Newton step, y - (y - a / y**2) / 3, where y is finite and non-zero
+    ok = tf.logical_and(tf.is_finite(y), tf.greater(y, _c(0.0, x)))
+    safe = tf.where_v2(ok, y, tf.ones_like(y))
+    step = tf.subtract(safe, tf.multiply(tf.subtract(safe, tf.truediv(a, tf.square(safe))),
+                                         _c(1.0 / 3.0, x)))
+    r = tf.where_v2(ok, step, y)
+    return tf.where_v2(tf.equal(x, _c(0.0, x)), x, _copysign(r, x))
+
+
+def _heaviside(x, h0):
+    tf = api()
+    zero = _c(0.0, x)
+    r = tf.where_v2(tf.less(x, zero), tf.zeros_like(x),
+                    tf.where_v2(tf.greater(x, zero), tf.ones_like(x), h0))
+    return tf.where_v2(tf.is_nan(x), x, r)
+
+
 UFUNCS = {
     np.add: _binary("add"), np.subtract: _binary("subtract"),
     np.multiply: _binary("multiply"), np.true_divide: _divide,
@@ -125,6 +248,14 @@ UFUNCS = {
     np.sign: _unary("sign"), np.isnan: _unary("is_nan"), np.isinf: _unary("is_inf"),
     np.isfinite: _unary("is_finite"), np.deg2rad: _float_only(_scale(math.pi / 180)),
     np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: lambda x: x,
+    np.arctan: _float_only(lambda x: api().atan2(x, api().ones_like(x))),
+    np.arcsin: _float_only(_arcsin), np.arccos: _float_only(_arccos),
+    np.arcsinh: _float_only(_arcsinh), np.arccosh: _float_only(_arccosh),
+    np.arctanh: _float_only(_arctanh), np.fmod: _fmod, np.trunc: _trunc,
+    np.fabs: _float_only(_unary("abs")), np.logaddexp: _float_only(_logaddexp(math.e)),
+    np.logaddexp2: _float_only(_logaddexp(2.0)), np.cbrt: _float_only(_cbrt),
+    np.signbit: _float_only(_signbit), np.copysign: _float_only(_copysign),
+    np.heaviside: _float_only(_heaviside), np.float_power: _float_only(_binary("pow")),
 }
 REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
             np.logical_and: "all", np.logical_or: "any"}
