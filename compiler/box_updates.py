@@ -133,4 +133,5 @@ def find_box_update(node, body):
     for e in ir.walk(cond):
         if e.op is Scalar.LOAD and e.attr is old:
             return None
-    return old, {axis: (lo if lo is not None else 0, hi) for axis, (lo, hi) in box.items()}
+    return old, {axis: (max(lo, 0) if lo is not None else 0, hi)
+                 for axis, (lo, hi) in box.items()}

@@ -120,3 +120,15 @@ def test_box_update_keeps_the_dtype(dtype):
     out = tf.jit(f)(a)
     assert out.dtype == dtype
     np.testing.assert_array_equal(out, f(a))
+
+
+def test_a_box_bound_below_zero_is_clamped_to_the_array():
+    from flowjit.compiler.box_updates import find_box_update
+    from flowjit.dtypes import float64
+
+    old = ir.compute(float64, [_c(5)], [I0], ir.make(Scalar.CAST, float64, (I0,)))
+    cond = ir.make(Scalar.AND, BOOL, (ir.make(Scalar.GE, BOOL, (I0, _c(-3))),
+                                      ir.make(Scalar.LT, BOOL, (I0, _c(2)))))
+    body = ir.make(Scalar.SELECT, float64, (cond, ir.const(1.0, float64), ir.load(old, (I0,))))
+    node = ir.compute(float64, [_c(5)], [I0], body)
+    assert find_box_update(node, body) == (old, {0: (0, 2)})
