@@ -72,9 +72,13 @@ class _Compiled:
     def _unshared(self, arrays):
         """`arrays`, with a private copy of each donated argument that shares memory with
         another argument (the kernel would otherwise read what it has already written);
-        the caller's array still receives the result through the write-back."""
+        the caller's array still receives the result through the write-back. A read-only
+        donated argument is refused before the kernel could write into it."""
         arrays = list(arrays)
         for p in self.donated:
+            if not arrays[p].flags.writeable:   # as NumPy's own write would fail
+                raise ValueError(f"argument {p} is read-only, but the function assigns to it "
+                                 "(assignment destination is read-only)")
             if any(j != p and isinstance(b, np.ndarray) and np.may_share_memory(arrays[p], b)
                    for j, b in enumerate(arrays)):
                 arrays[p] = arrays[p].copy()

@@ -113,3 +113,11 @@ def test_tensor_scatter_nd_update_compiles_in_a_session():
     want = feeds[t] * np.float32(3.0)
     want[[8, 2, 2]] = feeds[upd]
     np.testing.assert_array_equal(results[0], want + np.float32(1.0))
+
+
+def test_a_read_only_argument_is_refused_before_any_write():
+    table = np.frombuffer(np.arange(12.0).tobytes(), dtype=np.float64).reshape(6, 2)
+    assert not table.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        sgd_rows_jit(table, np.array([1, 2]), np.ones((2, 2)), 0.5)
+    np.testing.assert_array_equal(table, np.arange(12.0).reshape(6, 2))
