@@ -331,10 +331,7 @@ def plan_memory(sched: Schedule):
                                                         taken):
                 continue
             for prod, idx in _loads_of(sched.resolved[id(m)]):
-                if (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
-                        or id(prod) in taken or id(prod) in sched.local
-                        or id(prod) in sched.scratch or id(prod) in sched.inline
-                        or prod.dtype is not m.dtype or tuple(prod.shape) != tuple(m.shape)):
+                if not _can_take_buffer(sched, prod, m, outputs, taken):
                     continue
                 uses = readers.get(id(prod), [])
                 own_index = tuple(ir.axis_vars(len(m.shape)))
@@ -346,6 +343,16 @@ def plan_memory(sched: Schedule):
                     break
 
 
+def _can_take_buffer(sched: Schedule, prod, m, outputs, taken) -> bool:
+    """Whether node `m` may write into temporary `prod`'s buffer: prod has a buffer of its own
+    (not an input, view, output, register, row scratch or fused expression), no other node
+    took it, and it has m's dtype and shape. (Readers are the caller's to check.)"""
+    return not (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
+                or id(prod) in taken or id(prod) in sched.local or id(prod) in sched.scratch
+                or id(prod) in sched.inline or prod.dtype is not m.dtype
+                or tuple(prod.shape) != tuple(m.shape))
+
+
 def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> bool:
     """Record `m` as an in-place box update of the buffer it selects from (box_updates.py)
     when that buffer is a temporary no later loop nest reads."""
@@ -353,10 +360,7 @@ def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> b
     if found is None:
         return False
     prod, box = found
-    if (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
-            or id(prod) in taken or id(prod) in sched.local or id(prod) in sched.scratch
-            or id(prod) in sched.inline or id(prod) not in group_of
-            or prod.dtype is not m.dtype or tuple(prod.shape) != tuple(m.shape)):
+    if id(prod) not in group_of or not _can_take_buffer(sched, prod, m, outputs, taken):
         return False
     here = group_of[id(m)]
     if any(r is not m and group_of.get(id(r), here) >= here for r, _ in readers.get(id(prod), [])):
@@ -388,9 +392,7 @@ def _plan_scatter(sched: Schedule, m, readers, group_of, outputs, taken) -> None
                 any(o is base for o in sched.program.outputs):
             return
         note = f"writes its rows into input {position}'s array in place (donated)"
-    elif (base.kind is NodeKind.RESHAPE or id(base) in outputs or id(base) in sched.local
-          or id(base) in sched.scratch or id(base) in sched.inline
-          or id(base) not in group_of):
+    elif id(base) not in group_of or not _can_take_buffer(sched, base, m, outputs, taken):
         return
     else:
         note = f"writes its rows into {base.name}'s buffer in place"
