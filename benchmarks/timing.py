@@ -128,9 +128,21 @@ class Measurement:
 SETTLE_MAX_SECONDS = 0.5
 
 
+def _restore_blas_threads() -> None:
+    """Give scipy's BLAS back the thread count flowjit's kernels lowered (it comes back by
+    itself after a delay; the wake-up spin it causes must not fall into the next batch)."""
+    try:
+        from flowjit.targets.cpu.blas_threads import restore_now
+    except ImportError:
+        return
+    restore_now()
+
+
 def settle(max_seconds: float = SETTLE_MAX_SECONDS) -> None:
     """Wait (at most `max_seconds`) until this process's threads stop using the CPU: idle
-    for 10 ms means every spinning worker pool has gone to sleep."""
+    for 10 ms means every spinning worker pool has gone to sleep. flowjit's pending restore
+    of scipy's BLAS thread count happens first, so that its wake-up spin is waited out too."""
+    _restore_blas_threads()
     deadline = time.perf_counter() + max_seconds
     while time.perf_counter() < deadline:
         cpu = time.process_time()

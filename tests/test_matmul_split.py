@@ -3,9 +3,11 @@ scipy's BLAS on one thread while a kernel runs (targets/cpu/blas_threads.py).
 
 Every transpose combination, with generic sizes (decided at run time) and exact sizes
 (decided at generation), above and below the split threshold, equals NumPy's product; the
-generated source shows which split was chosen; the BLAS thread count is restored after each
-call.  One jitted function holds all four transpose forms, so few kernels compile.
+generated source shows which split was chosen; the BLAS thread count comes back
+after a burst of calls.  One jitted function holds all four transpose forms, so few kernels compile.
 """
+
+import time
 
 import numpy as np
 import pytest
@@ -75,16 +77,29 @@ def test_generated_source_splits_rows_and_reductions():
     assert "prange(" not in small and "np.dot(" in small  # exact and small: one BLAS call
 
 
-def test_blas_threads_are_restored_after_each_call():
+def test_blas_threads_come_back_after_a_burst_of_calls(monkeypatch):
     functions = blas_threads._blas_thread_functions()
     if functions is None:
         pytest.skip("scipy's BLAS is not an OpenBLAS exporting its thread functions")
     get, put = functions
+    blas_threads.restore_now()
     before = get()
-    operands = _operands(300, 200, 100, np.float32)
-    _check(products_generic(*operands), operands, np.float32)
-    assert get() == before
-    put(max(1, before))
+    put(2)   # a count the kernel must leave alone once the burst is over
+    try:
+        monkeypatch.setattr(blas_threads, "RESTORE_DELAY_S", 0.2)
+        operands = _operands(300, 200, 100, np.float32)
+        _check(products_generic(*operands), operands, np.float32)
+        assert get() == 1            # still one thread right after the call: no spinning wake-up
+        _check(products_generic(*operands), operands, np.float32)
+        deadline = time.monotonic() + 10
+        while get() != 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert get() == 2            # the daemon restored it once the kernels went quiet
+        _check(products_generic(*operands), operands, np.float32)
+        blas_threads.restore_now()   # and a benchmark can ask for it at once
+        assert get() == 2
+    finally:
+        put(max(1, before))
 
 
 def _grams(a, b):

@@ -1,14 +1,21 @@
-"""One thread pool per kernel: scipy's OpenBLAS runs single-threaded while a kernel runs.
+"""One thread pool per kernel: scipy's OpenBLAS runs single-threaded while kernels run.
 
 numba's `np.dot` calls the OpenBLAS bundled with scipy.  Its worker threads spin for a
 while after each call, taking the cores from the kernel's own `prange` loops that follow
 (measured on the W5 training step: its elementwise loop nests ran 2-3x slower after a
 matmul).  Kernels therefore split large products themselves (matmul_code.py) and call BLAS
 on one thread: `single_threaded_blas(kernel)` wraps a kernel that calls BLAS so that
-scipy's OpenBLAS is set to one thread for the call and restored after it (~0.5 us), leaving
-the user's own scipy calls as they were.  NumPy's own BLAS is another library and is not
-touched.  Without a scipy OpenBLAS that exports the thread-count functions (another BLAS
-vendor) kernels are returned unwrapped.
+scipy's OpenBLAS is set to one thread while it runs.  NumPy's own BLAS is another library
+and is not touched.  Without a scipy OpenBLAS that exports the thread-count functions
+(another BLAS vendor) kernels are returned unwrapped.
+
+The user's thread count comes back RESTORE_DELAY_S after the last such kernel returns, from
+a daemon thread, not at each return: raising OpenBLAS's thread count wakes its workers,
+which then spin for ~0.1 s of CPU, and a restore after every call made the next call's
+loops share a core with that spinner (the `mlp` corpus kernel: 2.2 ms typical, every few
+calls 4.5 ms; with the restore deferred, 2.2 ms throughout).  A scipy BLAS call of the
+user's own made within that delay runs on one thread; `restore_now()` ends the delay at
+once (benchmarks call it before timing anything else).  A forked child restores at once.
 """
 
 from __future__ import annotations
@@ -17,9 +24,15 @@ import ctypes
 import glob
 import os
 import threading
+import time
+
+RESTORE_DELAY_S = 0.5
 
 _lock = threading.Lock()
-_state = {"depth": 0, "saved": 1}
+_wake = threading.Condition(_lock)
+# depth: kernels running now; lowered: scipy's BLAS is at one thread, `saved` to come back;
+# last: when the last kernel returned (time.monotonic); restorer: the daemon thread
+_state = {"depth": 0, "lowered": False, "saved": 1, "last": 0.0, "restorer": None}
 _functions: list = []   # [(get, set)] once looked up; empty list entry None = unavailable
 
 
@@ -51,17 +64,74 @@ def _blas_thread_functions():
 def _enter(functions):
     get, put = functions
     with _lock:
-        if _state["depth"] == 0:
+        if not _state["lowered"]:
             _state["saved"] = get()
             put(1)
+            _state["lowered"] = True
+            _start_restorer()
         _state["depth"] += 1
 
 
 def _leave(functions):
     with _lock:
         _state["depth"] -= 1
+        _state["last"] = time.monotonic()
+
+
+def _start_restorer():
+    """Start the daemon thread that restores the thread count (caller holds the lock)."""
+    thread = _state["restorer"]
+    if thread is not None and thread.is_alive():
+        _wake.notify()
+        return
+    thread = threading.Thread(target=_restore_when_idle, name="flowjit-blas-restore",
+                              daemon=True)
+    _state["restorer"] = thread
+    thread.start()
+
+
+def _restore_when_idle():
+    """Daemon loop: restore once no kernel has run for RESTORE_DELAY_S, then wait again."""
+    with _lock:
+        while True:
+            if not _state["lowered"]:
+                _wake.wait()
+                continue
+            idle = time.monotonic() - _state["last"]
+            if _state["depth"] == 0 and idle >= RESTORE_DELAY_S:
+                _restore_locked()
+            else:
+                _wake.wait(RESTORE_DELAY_S - idle if _state["depth"] == 0 and idle > 0
+                           else RESTORE_DELAY_S)
+
+
+def _restore_locked():
+    functions = _functions[0] if _functions else None
+    if _state["lowered"] and functions is not None:
+        functions[1](_state["saved"])
+    _state["lowered"] = False
+
+
+def restore_now() -> None:
+    """Give scipy's BLAS its thread count back now, unless a kernel is running (then it comes
+    back RESTORE_DELAY_S after the last one returns). Benchmarks call it before timing."""
+    with _lock:
         if _state["depth"] == 0:
-            functions[1](_state["saved"])
+            _restore_locked()
+
+
+def _after_fork_in_child():
+    # the restorer thread does not exist in the child: restore at once, start afresh
+    global _lock, _wake
+    _lock = threading.Lock()
+    _wake = threading.Condition(_lock)
+    _state["depth"] = 0
+    _state["restorer"] = None
+    _restore_locked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _SingleThreadedBlas:
