@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import ir
 from .ir import Combiner, Expr, Node, Scalar
+from .unit_dims import is_unit
 
 
 def call(op: Scalar, dtype, *args: Expr) -> Expr:
@@ -29,29 +30,43 @@ def scalar_const(value, dtype) -> Expr:
 
 
 def broadcast_shape(ctx, shapes, what: str = "broadcast"):
-    """The NumPy broadcast of several IR shapes; records runtime checks for unknown sizes."""
+    """The NumPy broadcast of several IR shapes; records runtime checks for unknown sizes.
+
+    A size that is 1 whenever it can be (`unit_dims.is_unit`: `x[:, :1]` of a runtime
+    size) broadcasts like a constant 1, with a runtime check that it is 1 or equal to the
+    size it meets (it is 0 when the sliced size is)."""
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for k in range(rank):
         dims = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
-        chosen = None
+        message = f"Incompatible shapes for {what}: dimension {k - rank} differs between operands"
+        chosen, units = None, []
         for d in dims:
             if ir.is_const(d, 1):
                 continue
-            if chosen is None:
+            if is_unit(d):
+                units.append(d)
+            elif chosen is None:
                 chosen = d
             elif d is not chosen:
-                ctx.check_equal(chosen, d, f"Incompatible shapes for {what}: dimension "
-                                           f"{k - rank} differs between operands")
+                ctx.check_equal(chosen, d, message)
+        if chosen is None and units:
+            chosen = units[0]
+        for u in units:
+            if u is not chosen:
+                ctx.check(ir.make(Scalar.OR, "bool", (
+                    ir.make(Scalar.EQ, "bool", (u, ir.index(1))),
+                    ir.make(Scalar.EQ, "bool", (u, chosen)))), message)
         out.append(chosen if chosen is not None else ir.index(1))
     return tuple(out)
 
 
 def load_broadcast(node: Node, out_axes) -> Expr:
-    """Load `node` at the output index `out_axes` under right-aligned broadcasting."""
+    """Load `node` at the output index `out_axes` under right-aligned broadcasting (a size
+    that is 1 whenever it can be is read at index 0, see broadcast_shape)."""
     rank = len(out_axes)
     offset = rank - len(node.shape)
-    idx = [ir.index(0) if ir.is_const(d, 1) else out_axes[offset + k]
+    idx = [ir.index(0) if is_unit(d) else out_axes[offset + k]
            for k, d in enumerate(node.shape)]
     return ir.load(node, idx)
 

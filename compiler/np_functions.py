@@ -94,12 +94,21 @@ def reshape(a, *shape, order="C", newshape=None, copy=None):
 
 
 def ravel(a, order="C"):
+    if order == "F":
+        return flatten(a, "F")
     return reshape(a, -1, order=order)
 
 
 def flatten(a, order="C"):
+    """ndarray.flatten: a copy in C order, or in F order (the reversed-axes transpose's C
+    order); 'A' and 'K' depend on the memory layout and break the graph."""
     a = _traced(a)
-    return wrap(api().reshape(a._as_graph_tensor(), [-1]))
+    if order not in ("C", "F"):
+        raise GraphBreak(f"flatten(order={order!r})")
+    t = a._as_graph_tensor()
+    if order == "F" and a.ndim > 1:
+        t = api().transpose(t, list(range(a.ndim))[::-1])
+    return wrap(api().reshape(t, [-1]))
 
 
 def squeeze(a, axis=None):
@@ -280,6 +289,15 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def around(a, decimals=0, out=None):
+    """np.round / np.around: half to even at `decimals` places; integers stay integers
+    (unchanged for decimals >= 0, rounded to a multiple of 10**-decimals otherwise)."""
+    dtype = np.asarray(a).dtype if not isinstance(a, TracedArray) else a.dtype
+    if dtype.kind in "iu":
+        if decimals >= 0:
+            return _finish(call(np.positive, (a,)), out)
+        scale = 10.0 ** -decimals
+        rounded = call(np.multiply, (call(np.rint, (call(np.true_divide, (a, scale)),)), scale))
+        return _finish(wrap(to_tensor(rounded, dtype)), out)
     if decimals == 0:
         return _finish(call(np.rint, (a,)), out)
     scale = 10.0 ** decimals
@@ -301,13 +319,19 @@ def broadcast_to(array, shape, subok=False):
     return wrap(api().broadcast_to(_traced(array)._as_graph_tensor(), list(shape)))
 
 
-def _moved(fn):
-    """Pure data movement done by NumPy on the positions array: one gather."""
+def _moved(fn, fills: bool = False):
+    """Pure data movement done by NumPy on the positions array: one gather. `fills`: `fn`
+    also creates zeros (np.diag of a vector): positions count from 1 and the gather reads
+    the zeros from an extra leading 0."""
     def build(a, *args, **kwargs):
         tf = api()
         a = _traced(a)
-        positions = fn(a._positions(), *args, **kwargs)
         flat = tf.reshape(a._buf.tensor, [-1])
+        if fills:
+            positions = fn(a._positions() + 1, *args, **kwargs)
+            flat = tf.concat([tf.zeros([1], flat.dtype), flat], 0)
+        else:
+            positions = fn(a._positions(), *args, **kwargs)
         table = tf.constant(np.ascontiguousarray(positions).reshape(-1))
         return wrap(tf.reshape(tf.gather(flat, table), list(positions.shape)))
     return build
@@ -369,7 +393,8 @@ FUNCTIONS = {
     np.isclose: isclose, np.broadcast_to: broadcast_to, np.shape: _shape_of,
     np.ndim: lambda a: _traced(a).ndim, np.size: lambda a, axis=None:
         _traced(a).size if axis is None else _traced(a).shape[axis],
-    np.diagonal: _moved(np.diagonal), np.diag: _moved(np.diag), np.trace: lambda a, *r, **k:
+    np.diagonal: _moved(np.diagonal), np.diag: _moved(np.diag, fills=True),
+    np.trace: lambda a, *r, **k:
         red.reduce("sum", _moved(np.diagonal)(a, *r, **k), -1),
     np.repeat: _moved(np.repeat), np.tile: _moved(np.tile), np.rot90: _moved(np.rot90),
     np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud), np.pad: pad,

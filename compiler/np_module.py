@@ -61,8 +61,21 @@ def _array(obj, dtype=None, *args, copy=True, **kwargs):
     if isinstance(obj, (list, tuple)) and _contains_traced(obj):
         parts = [_array(v, copy=False) if isinstance(v, (list, tuple)) else v for v in obj]
         out = stack(parts)
-        return astype(out, dtype) if dtype is not None else out
+        # np.array's own dtype rule: Python numbers in a list count as float64/int64 (not
+        # weak as in arithmetic), so [f32_scalar, 3.0] is float64
+        dtype = dtype if dtype is not None else np.array(_dtype_stand_ins(obj)).dtype
+        return astype(out, dtype) if np.dtype(dtype) != out.dtype else out
     return np.array(obj, dtype, *args, copy=copy, **kwargs)
+
+
+def _dtype_stand_ins(obj):
+    """`obj` (nested lists) with every traced value replaced by a 0-d value of its dtype."""
+    if isinstance(obj, (list, tuple)):
+        return [_dtype_stand_ins(v) for v in obj]
+    traced = as_tensor(obj)
+    if traced is not None:
+        return np.zeros((), traced.dtype.np_dtype)[()]
+    return obj
 
 
 def _asarray(obj, dtype=None, *args, **kwargs):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.exceptions import AxisError
 
-from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+from .np_array import (GraphBreak, NeedsStaticShapes, TracedArray, api, as_tensor, to_tensor,
+                       wrap)
 
 
 def normalize_axes(axis, ndim: int) -> tuple:
@@ -136,8 +137,8 @@ def cumulative(x, axis=None, dtype=None, out=None, product=False):
     rdt = fn(np.zeros(1, x.dtype), dtype=dtype).dtype
     t = to_tensor(t, rdt)
     n = t.shape.as_list()[ax]
-    if n is None:
-        raise GraphBreak("cumsum along an axis of unknown size")
+    if n is None:   # the scan's steps depend on the size: trace again with exact sizes
+        raise NeedsStaticShapes(f"np.{fn.__name__} along an axis of runtime size")
     rank = t.shape.ndims
     combine = tf.multiply if product else tf.add
     step = 1

@@ -67,6 +67,28 @@ def _binary(name):
     return lambda a, b: getattr(api(), name)(a, b)
 
 
+def _integer_safe(name):
+    """floor_divide / remainder with NumPy's integer results where the divisor is 0 (0, with
+    NumPy's warning left out; the kernels' own integer division raises there, as TF's does)
+    or -1."""
+    def op(a, b):
+        tf = api()
+        fn = getattr(tf, name)
+        if not a.dtype.is_integer:
+            return fn(a, b)
+        zero, one = tf.zeros_like(b), tf.ones_like(b)
+        bad = tf.equal(b, zero)
+        if a.dtype.is_unsigned:
+            return tf.where_v2(bad, zero, fn(a, tf.where_v2(bad, one, b)))
+        # x // -1 is -x (INT_MIN // -1 wraps to INT_MIN, as NumPy's), x % -1 is 0: no
+        # division by -1, which overflows for INT_MIN
+        minus = tf.equal(b, tf.negative(one))
+        safe = tf.where_v2(tf.logical_or(bad, minus), one, b)
+        special = tf.negative(a) if name == "floordiv" else tf.zeros_like(a)
+        return tf.where_v2(bad, zero, tf.where_v2(minus, special, fn(a, safe)))
+    return op
+
+
 def _divide(a, b):
     tf = api()
     return tf.truediv(a, b)
@@ -222,7 +244,7 @@ def _heaviside(x, h0):
 UFUNCS = {
     np.add: _binary("add"), np.subtract: _binary("subtract"),
     np.multiply: _binary("multiply"), np.true_divide: _divide,
-    np.floor_divide: _binary("floordiv"), np.remainder: _binary("floormod"),
+    np.floor_divide: _integer_safe("floordiv"), np.remainder: _integer_safe("floormod"),
     np.power: _binary("pow"), np.maximum: _binary("maximum"), np.minimum: _binary("minimum"),
     np.fmax: lambda a, b: _fmax(a, b, api().maximum),
     np.fmin: lambda a, b: _fmax(a, b, api().minimum),
@@ -315,9 +337,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     dtype = kwargs.pop("dtype", None)
     if method == "__call__":
         if ufunc is np.matmul:
-            from . import np_functions
+            from . import np_linalg
 
-            result = np_functions.matmul(*inputs)
+            result = np_linalg.matmul(*inputs)
         else:
             if kwargs:
                 raise GraphBreak(f"np.{ufunc.__name__} with {sorted(kwargs)}")
@@ -325,13 +347,13 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         if dtype is not None:
             result = wrap(to_tensor(result, np.dtype(dtype)))
     elif method == "reduce" and ufunc in REDUCERS:
-        from . import np_functions
+        from . import np_reductions
 
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)
         if kwargs:
             raise GraphBreak(f"np.{ufunc.__name__}.reduce with {sorted(kwargs)}")
-        result = np_functions.reduce(REDUCERS[ufunc], inputs[0], axis=axis, keepdims=keepdims,
+        result = np_reductions.reduce(REDUCERS[ufunc], inputs[0], axis=axis, keepdims=keepdims,
                                      dtype=dtype)
     else:
         raise GraphBreak(f"np.{ufunc.__name__}.{method}")

@@ -89,6 +89,9 @@ def _static_shape_list(shape):
         return None
     if isinstance(plain, Tensor) or hasattr(plain, "_as_graph_tensor"):
         return None
+    if isinstance(plain, (list, tuple)) and any(
+            isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor") for v in plain):
+        return None   # [tf.shape(x)[0], 2]: a shape built at run time
     arr = np.asarray(plain, dtype=object)
     if arr.ndim > 1 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                                for v in arr.reshape(-1)):

@@ -25,7 +25,7 @@ from ..compiler.ir_build import cast, reduce_axes
 from ..compiler.lowering import NotLowerable
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
-from .activation_ops import _compute_dtype, _shifted, _static_axis, relu
+from .activation_ops import _compute_dtype, _shifted, _static_axis
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .lower_reduce import RowSoftmax, compute_dtype
 from .registry import OpDef, Trait
@@ -226,8 +226,16 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
         if not logits.shape.is_compatible_with(labels.shape):
             raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
                              f"{labels.shape}).")
-        linear = math_ops.subtract(relu(logits), math_ops.multiply(logits, labels))
-        softplus_part = math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits))))
+        # max(x, 0) and -|x| as selects on x >= 0 (as TensorFlow builds them), so that the
+        # gradient at x == 0 is sigmoid(0) - z = 0.5 - z, not relu's and abs's 0 there
+        from .fill_ops import zeros_like
+
+        zeros = zeros_like(logits)
+        nonneg = math_ops.greater_equal(logits, zeros)
+        relu_logits = math_ops.where_v2(nonneg, logits, zeros)
+        neg_abs = math_ops.where_v2(nonneg, math_ops.negative(logits), logits)
+        linear = math_ops.subtract(relu_logits, math_ops.multiply(logits, labels))
+        softplus_part = math_ops.log1p(math_ops.exp(neg_abs))
         return math_ops.add(linear, softplus_part, name=scope)
 
 

@@ -517,3 +517,14 @@ def test_shape_n_and_run_time_values():
     out = run([sa, sb, tf.size(b), tf.rank(b)],
               {a: np.zeros(3, np.float32), b: np.zeros((2, 0, 4), np.float32)})
     assert [o.tolist() for o in out] == [[3], [2, 0, 4], 0, 3]
+
+
+def test_zeros_and_ones_take_a_shape_list_holding_tensors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    z = tf.zeros([tf.shape(x)[0], 2])
+    o = tf.ones([tf.shape(x)[0], 2], tf.int32)
+    with tf.Session() as sess:
+        zv, ov = sess.run([z, o], {x: np.ones((4, 3), np.float32)})
+    assert zv.dtype == np.float32 and ov.dtype == np.int32
+    np.testing.assert_array_equal(zv, np.zeros((4, 2)))
+    np.testing.assert_array_equal(ov, np.ones((4, 2)))

@@ -278,6 +278,20 @@ def test_sigmoid_cross_entropy_is_stable():
         tf.nn.sigmoid_cross_entropy_with_logits(tf.ones([2]), tf.ones([2]))
 
 
+def test_sigmoid_cross_entropy_gradient_at_zero_logits_is_sigmoid_minus_label():
+    # zero-initialised weights give logits of exactly 0 on the first step: the gradient there
+    # is sigmoid(0) - z (TF builds max(x, 0) and -|x| as selects on x >= 0), not -z
+    labels = np.array([1.0, 0.0, 0.3, 1.0, 0.5])
+    x = tf.placeholder(tf.float64, [5])
+    loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=x)
+    grad = tf.gradients(tf.reduce_sum(loss), x)[0]
+    xv = np.array([0.0, 0.0, 0.0, 2.0, -3.0])
+    got_loss, got_grad = run(loss, grad, feed_dict={x: xv})
+    np.testing.assert_allclose(got_grad, 1 / (1 + np.exp(-xv)) - labels, rtol=1e-12)
+    np.testing.assert_allclose(got_loss, np.maximum(xv, 0) - xv * labels
+                               + np.log1p(np.exp(-np.abs(xv))), rtol=1e-12)
+
+
 def test_l2_loss():
     loss = tf.nn.l2_loss(tf.constant([[1.0, 2.0]]))
     assert loss.op.type == "L2Loss" and loss.shape.as_list() == []

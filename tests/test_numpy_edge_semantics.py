@@ -1,0 +1,122 @@
+"""NumPy semantics that a differential sweep of ordinary NumPy code found broken, each checked
+against NumPy itself under `flowjit.jit(fallback=False)` (so a graph break fails the test):
+
+- a slice of length 1 taken from a runtime-size axis (`x[:, :1]`, `x[:, -1:]`, `x[:1]`)
+  broadcasts against the full axis (compiler/unit_dims.py), and still refuses a mismatch;
+- `np.diag` of a vector has zeros off the diagonal;
+- `np.matmul` and the ufunc `.reduce` methods trace;
+- `np.cumsum`/`np.cumprod` trace (with exact sizes);
+- `flatten("F")`/`ravel("F")` give Fortran order;
+- `np.round` keeps integer dtypes; `np.array([f32_scalar, 3.0])` is float64 as in NumPy;
+- integer `//` and `%` by 0 give 0 and by -1 never overflow, as NumPy's.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import flowjit
+from flowjit.errors import InvalidArgumentError
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def _edge_columns(x):
+    return x - x[:, :1], x * x[:, -1:], x + x[:1], x / (x[:, 0:1] + 1.0)
+
+
+edge_columns = flowjit.jit(_edge_columns, fallback=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(0, 9), cols=st.sampled_from([0, 2, 3, 7, 13]))
+def test_length_one_slices_broadcast_against_their_axis(rows, cols):
+    x = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
+    for got, want in zip(edge_columns(x), _edge_columns(x)):
+        _same(got, want)
+
+
+def test_length_one_slice_of_an_empty_axis_still_refuses_a_mismatch():
+    f = flowjit.jit(lambda x, y: y - x[:, :1], fallback=False)
+    _same(f(np.ones((4, 5)), np.ones((4, 6))), np.zeros((4, 6)))
+    with pytest.raises(InvalidArgumentError, match="Incompatible shapes"):
+        f(np.zeros((4, 0)), np.ones((4, 6)))   # NumPy: (4,0) and (4,6) do not broadcast
+
+
+def _diagonals(v, m):
+    return np.diag(v), np.diag(v, 1), np.diag(v, k=-2), np.diag(m), np.diag(m, 1)
+
+
+def test_diag_of_a_vector_has_zeros_off_the_diagonal():
+    f = flowjit.jit(_diagonals, fallback=False)
+    for v in (np.array([1.0, 2.0, 3.0]), np.arange(1, 6, dtype=np.int32)):
+        m = np.arange(12, dtype=v.dtype).reshape(3, 4)
+        for got, want in zip(f(v, m), _diagonals(v, m)):
+            _same(got, want)
+
+
+def _ufunc_methods(a, b, v):
+    return (np.matmul(a, b), np.matmul(a, v), np.add.reduce(a), np.multiply.reduce(a, axis=1),
+            np.maximum.reduce(a, axis=None), np.minimum.reduce(a, axis=-1, keepdims=True),
+            np.logical_and.reduce(a > 2, axis=0), np.logical_or.reduce(a > 2, axis=1),
+            np.add.reduce(a.astype(np.int32), axis=1))
+
+
+def test_matmul_and_ufunc_reduce_methods_trace():
+    a, b, v = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2), np.arange(4.0)
+    for got, want in zip(flowjit.jit(_ufunc_methods, fallback=False)(a, b, v),
+                         _ufunc_methods(a, b, v)):
+        _same(got, want)
+
+
+def _scans_and_orders(a, v):
+    return (np.cumsum(a, axis=1), np.cumprod(a, axis=0), v.cumsum(), np.cumsum(a),
+            np.cumsum(v, dtype=np.float32), a.flatten(order="F"), a.T.flatten("F"),
+            np.ravel(a, "F"), a[:, 1:].flatten("F"))
+
+
+def test_cumulative_sums_and_fortran_order_flattening():
+    f = flowjit.jit(_scans_and_orders, fallback=False)
+    a, v = np.arange(1.0, 13.0).reshape(3, 4), np.arange(7, dtype=np.int32)
+    for _ in range(2):   # and again with other sizes
+        for got, want in zip(f(a, v), _scans_and_orders(a, v)):
+            _same(got, want)
+        a, v = np.concatenate([a, a]), np.concatenate([v, v])
+
+
+def _dtype_rules(i, x):
+    return (np.round(i, -1), np.around(i), i.round(2), np.round(i.astype(np.int32), -1),
+            np.array([x.sum(), 3.0]), np.array([x[0], 3]), np.array([x.sum(), x.max()]),
+            np.array([i[0], 2]), np.array([[i[0], i[1]], [i[2], 7]]))
+
+
+def test_round_keeps_integers_and_array_of_scalars_follows_numpy():
+    i = np.array([15, 25, -15, -25, 14, 35, 7])
+    x = np.arange(5, dtype=np.float32)
+    for got, want in zip(flowjit.jit(_dtype_rules, fallback=False)(i, x), _dtype_rules(i, x)):
+        _same(got, want)
+
+
+def _integer_division(a, b):
+    return (a // b, a % b, np.floor_divide(a, b), np.mod(a, b),
+            (a // 3).astype(np.int32) // b.astype(np.int32),
+            a.astype(np.uint8) % b.astype(np.uint8), a.astype(np.uint16) // b.astype(np.uint16),
+            a.astype(np.int8) // np.int8(-1))
+
+
+def test_integer_division_by_zero_and_minus_one_as_numpy():
+    a = np.array([5, -5, 0, 7, np.iinfo(np.int64).min, -7, 9])
+    b = np.array([0, 0, 0, -2, -1, -1, 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NumPy warns; flowjit does not
+        want = _integer_division(a, b)
+    for got, w in zip(flowjit.jit(_integer_division, fallback=False)(a, b), want):
+        _same(got, w)
