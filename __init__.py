@@ -94,6 +94,10 @@ random = _namespace("random", "TensorFlow's `tf.random` names.", {
     "truncated_normal": globals().get("truncated_normal"),
     "set_random_seed": globals().get("set_random_seed"),
     "get_seed": globals().get("get_seed")})
+from .ops import bitwise_ops as _bitwise_ops  # noqa: E402
+
+bitwise = _namespace("bitwise", "TensorFlow's `tf.bitwise` names: integer bit operations.",
+                     {n: getattr(_bitwise_ops, n) for n in _bitwise_ops.__all__})
 linalg = _namespace("linalg", "TensorFlow's `tf.linalg` names.", _pick("matmul", "transpose"))
 initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.", {
     "zeros": zeros_initializer, "ones": ones_initializer, "constant": constant_initializer,

@@ -73,6 +73,12 @@ class Scalar(enum.Enum):
     OR = "or"
     NOT = "not"
     SELECT = "select"    # args: condition, if_true, if_false
+    BITAND = "bitand"    # integers, bit by bit
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    BITNOT = "bitnot"
+    SHL = "shl"          # counts outside [0, width): 0
+    SHR = "shr"          # arithmetic for signed; counts outside [0, width): 0 or -1
     CAST = "cast"        # to self.dtype
     ISNAN = "isnan"
     ISINF = "isinf"

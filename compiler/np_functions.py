@@ -463,9 +463,11 @@ _OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": 
               "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
               "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
               "eq": np.equal, "ne": np.not_equal, "and": np.bitwise_and,
-              "or": np.bitwise_or, "xor": np.bitwise_xor}
-_REFLECTED = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
-_INPLACE = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
+              "or": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift,
+              "rshift": np.right_shift}
+_REFLECTED = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+              "lshift", "rshift")
+_INPLACE = _REFLECTED
 
 
 def install(cls) -> None:

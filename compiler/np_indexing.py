@@ -107,9 +107,10 @@ def _dynamic_getitem(arr, key, traced):
         raise GraphBreak("indexing with several traced index arrays (or with None/... "
                          "beside one)")
     pos = traced[0]
-    if any(not (isinstance(k, slice) and k == slice(None)) for i, k in enumerate(key)
-           if i != pos):
-        raise GraphBreak("a traced index array combined with other non-':' indices")
+    others = [i for i, k in enumerate(key) if i != pos and not (isinstance(k, slice) and
+                                                               k == slice(None))]
+    if others:
+        return _mixed_getitem(arr, key, pos)
     idx = as_tensor(key[pos])
     kind = np.dtype(idx.dtype.as_numpy_dtype).kind
     if kind == "b":
@@ -121,6 +122,28 @@ def _dynamic_getitem(arr, key, traced):
     n = tf.cast(tf.shape(t)[pos], idx.dtype)
     wrapped = tf.where_v2(tf.less(idx, tf.zeros_like(idx)), tf.add(idx, n), idx)
     return wrap(tf.gather(t, wrapped, axis=pos))
+
+
+def _mixed_getitem(arr, key, pos):
+    """`arr[key]` with one traced index array at `pos` beside ints and slices: the basic
+    indices first, then the gather (`x[idx, 1]` is `x[:, 1][idx]`). NumPy counts the ints
+    as advanced indices too: when they are not next to the array, the gathered axes come
+    first."""
+    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))
+            and not isinstance(k, (bool, np.bool_))]
+    if any(not isinstance(k, slice) for i, k in enumerate(key) if i != pos and i not in ints):
+        raise GraphBreak("a traced index array combined with indices other than ints and "
+                         "slices")
+    basic = getitem(arr, tuple(slice(None) if i == pos else k for i, k in enumerate(key)))
+    at = pos - sum(1 for i in ints if i < pos)
+    gathered = getitem(basic, tuple([slice(None)] * at + [key[pos]]))
+    advanced = sorted(ints + [pos])
+    if advanced != list(range(advanced[0], advanced[-1] + 1)) and at > 0:
+        rank = len(as_tensor(key[pos]).shape)
+        order = list(range(at, at + rank)) + [a for a in range(gathered.ndim)
+                                              if not at <= a < at + rank]
+        gathered = wrap(api().transpose(gathered._as_graph_tensor(), order))
+    return gathered
 
 
 def setitem(arr: TracedArray, key, value) -> None:

@@ -51,12 +51,17 @@ def _exp_base(base):
     return build
 
 
-def _bool_only(name, what):
+def _bits(logical, bitwise):
+    """A bitwise ufunc: the logical op on booleans, tf.bitwise's on integers."""
     def build(*xs):
-        if any(x.dtype.name != "bool" for x in xs):
-            raise GraphBreak(f"{what} on integers (bitwise)")
-        return getattr(api(), name)(*xs)
+        if all(x.dtype.name == "bool" for x in xs):
+            return getattr(api(), logical)(*xs)
+        return getattr(api().bitwise, bitwise)(*xs)
     return build
+
+
+def _binary_bits(name):
+    return lambda a, b: getattr(api().bitwise, name)(a, b)
 
 
 def _unary(name):
@@ -254,8 +259,10 @@ UFUNCS = {
     np.greater_equal: _binary("greater_equal"), np.logical_and: _binary("logical_and"),
     np.logical_or: _binary("logical_or"), np.logical_xor: _binary("logical_xor"),
     np.logical_not: _unary("logical_not"),
-    np.bitwise_and: _bool_only("logical_and", "&"), np.bitwise_or: _bool_only("logical_or", "|"),
-    np.bitwise_xor: _bool_only("logical_xor", "^"), np.invert: _bool_only("logical_not", "~"),
+    np.bitwise_and: _bits("logical_and", "bitwise_and"),
+    np.bitwise_or: _bits("logical_or", "bitwise_or"),
+    np.bitwise_xor: _bits("logical_xor", "bitwise_xor"), np.invert: _bits("logical_not", "invert"),
+    np.left_shift: _binary_bits("left_shift"), np.right_shift: _binary_bits("right_shift"),
     np.negative: _unary("negative"), np.positive: lambda x: x, np.absolute: _unary("abs"),
     np.sqrt: _float_only(_unary("sqrt")), np.square: _unary("square"),
     np.reciprocal: _float_only(_unary("reciprocal")),

@@ -23,12 +23,14 @@ are weak, 0-d arrays are not), float32 stays float32, integer `//` and `%` follo
 divisor's sign, `max`/`argmax` propagate NaN as NumPy does, views are views (writes through
 `a[1:]`, `a.T`, `a[:, 2]`, `reshape` views reach the base array) and copies are copies.
 
-**Also traced:** operators `+ - * / // % ** @ < <= > >= == != -x +x abs()`, `& | ^ ~` on
-booleans, and their
+**Also traced:** operators `+ - * / // % ** @ < <= > >= == != -x +x abs()`, `& | ^ ~ << >>`
+(logical on booleans, bitwise on integers; shift counts outside the type's width give 0 or
+the sign, as NumPy's), and their
 in-place forms (`a += b` follows NumPy's same-kind casting rule); indexing with ints, slices
 (any step), `None`/`np.newaxis`, `...`, lists and arrays of ints or bools, traced integer
-index arrays (`x[idx]`, `x[rows, cols]`) and assignment through all of these
-(`a[1:-1, 1:-1] = ...`, `a[idx] += v`, `a[mask] = 0` with a traced mask); attributes
+index arrays (`x[idx]`, `x[rows, cols]`, `x[idx, 1]`, `x[2, :, idx]`) and assignment through
+these (`a[1:-1, 1:-1] = ...`, `a[idx] += v`, `a[mask] = 0` with a traced mask; not yet
+`a[idx, 1] = v`); attributes
 `shape ndim size dtype itemsize nbytes T`; `len()` and iteration over the first axis;
 `np.zeros/ones/empty/full` (their results can be filled with traced values), `np.array` and
 `np.asarray` of traced values; Python `for` loops with static bounds (unrolled; a traced
@@ -36,7 +38,13 @@ graph over 20000 ops is reported as a graph break).
 
 **Graph breaks:** a Python `if`/`while`/`and`/`or` on a traced value, `float()`/`int()`/
 `.item()`, data-dependent shapes (`x[mask]` reading with a traced mask, `np.where(cond)`,
-`np.nonzero`, `np.unique`), functions and ufunc methods not listed below.
+`np.nonzero`, `np.unique`), functions and ufunc methods not listed below, and these forms of
+listed ones: `np.average` with traced weights, `np.cross` of 2-vectors, `np.einsum` with a repeated
+index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
+
+**Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's
+RuntimeWarning; `np.max`/`np.min` over an axis of length 0 that is only known at run time
+give -inf/inf instead of NumPy's ValueError (an axis of static length 0 raises it).
 """
 
 

@@ -120,3 +120,38 @@ def test_integer_division_by_zero_and_minus_one_as_numpy():
         want = _integer_division(a, b)
     for got, w in zip(flowjit.jit(_integer_division, fallback=False)(a, b), want):
         _same(got, w)
+
+
+_MIXED_KEYS = [lambda x, i: x[i, 1], lambda x, i: x[1, i], lambda x, i: x[i, 1, 2],
+               lambda x, i: x[i, :, -1], lambda x, i: x[2, :, i], lambda x, i: x[:, i, 1:4],
+               lambda x, i: x[1:3, i, 0], lambda x, i: x[-1, i, ::2]]
+
+
+def _mixed_indexing(x, i):
+    return tuple(key(x, i) for key in _MIXED_KEYS)
+
+
+def test_a_traced_index_array_beside_ints_and_slices():
+    # NumPy counts the ints as advanced indices: x[2, :, i] puts i's axes first
+    f = flowjit.jit(_mixed_indexing, fallback=False)
+    x = np.arange(4 * 4 * 6, dtype=np.float64).reshape(4, 4, 6)
+    for i in (np.array([3, 0, 2, -1]), np.array([[1, 2], [0, 3]])):
+        for got, want in zip(f(x, i), _mixed_indexing(x, i)):
+            _same(got, want)
+
+
+def _bits(a, b):
+    return (a & b, a | b, a ^ b, ~a, a << b, a >> b, np.bitwise_and(a, 6), np.invert(a),
+            np.left_shift(a, 2), np.right_shift(a, b), 7 & a, (a > 0) & (b > 0), ~(a > 0))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_bitwise_operators_on_integers(dtype):
+    # shift counts outside [0, width) included: NumPy gives 0 (left) or the sign (right)
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, size=(7, 5), dtype=dtype, endpoint=True)
+    low = 0 if info.min == 0 else -2
+    b = rng.integers(low, 8 * np.dtype(dtype).itemsize + 3, size=(1, 5)).astype(dtype)
+    for got, want in zip(flowjit.jit(_bits, fallback=False)(a, b), _bits(a, b)):
+        _same(got, want)

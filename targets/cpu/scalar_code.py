@@ -21,8 +21,8 @@ from .gram_blas import gram_rows  # noqa: F401 - called by generated code
 from .large_buffers import empty_buffer  # noqa: F401 - called by generated code
 from .reduce_steps import radd, rmax, rmin  # noqa: F401 - called by generated code
 
-__all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "np", "math", "VM_exp", "VM_log",
-           "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
+__all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "ishl", "ishr", "np", "math", "VM_exp",
+           "VM_log", "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
            "empty_buffer", "gram_rows", "radd", "rmax", "rmin"]
 
 _INLINE = dict(inline="always", error_model="numpy")
@@ -56,6 +56,18 @@ def imod(a, b):
 @njit(**_INLINE)
 def isign(a):
     return (a > 0) - (a < 0)
+
+
+@njit(**_INLINE)
+def ishl(a, b, bits):
+    return a << b if 0 <= b < bits else a - a   # a - a: zero of a's type
+
+
+@njit(**_INLINE)
+def ishr(a, b, bits):
+    if 0 <= b < bits:
+        return a >> b
+    return (a - a) - 1 if a < 0 else a - a
 
 
 def _fallback(fn):
@@ -101,6 +113,7 @@ _FUNCS = {Scalar.EXP: "VM_exp", Scalar.LOG: "VM_log", Scalar.TANH: "VM_tanh",
           Scalar.CEIL: "np.ceil", Scalar.ROUND: "np.rint", Scalar.ISNAN: "np.isnan",
           Scalar.ISINF: "np.isinf", Scalar.ABS: "abs", Scalar.ATAN2: "np.arctan2"}
 _INFIX = {Scalar.ADD: "+", Scalar.SUB: "-", Scalar.MUL: "*", Scalar.DIV: "/",
+          Scalar.BITAND: "&", Scalar.BITOR: "|", Scalar.BITXOR: "^",
           Scalar.POW: "**", Scalar.EQ: "==", Scalar.NE: "!=", Scalar.LT: "<", Scalar.LE: "<=",
           Scalar.GT: ">", Scalar.GE: ">="}
 
@@ -153,6 +166,12 @@ def render(op: Scalar, dtype, args, arg_dtypes, helpers=None) -> str:
         return f"{'fmax' if op is Scalar.MAX else 'fmin'}({a[0]}, {a[1]})"
     if op is Scalar.NEG:
         return _typed(f"(-{a[0]})", dtype)
+    if op is Scalar.BITNOT:
+        return _typed(f"(~{a[0]})", dtype)
+    if op in (Scalar.SHL, Scalar.SHR):   # typed operands: numba shifts in the wider type
+        bits = 8 * np.dtype(dtype.np_dtype).itemsize
+        name = "ishl" if op is Scalar.SHL else "ishr"
+        return _typed(f"{name}({_typed(a[0], dtype)}, {_typed(a[1], dtype)}, {bits})", dtype)
     if op is Scalar.SIGN:
         return _typed(f"np.sign({a[0]})" if src.is_floating else f"isign({a[0]})", dtype)
     if op is Scalar.AND:

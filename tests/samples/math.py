@@ -147,6 +147,31 @@ def _compare(make, oracle):
         y_el=lambda d: st.integers(-2, 2))
 
 
+def _shift_counts(dtype):
+    return st.integers(-3, 8 * np.dtype(dtype).itemsize + 5)
+
+
+def _shift_oracle(left):
+    """x << y or x >> y with Python integers, wrapped to x's dtype: counts outside
+    [0, width) give 0 (left) or the sign (right), as NumPy's shifts."""
+    def oracle(x, y):
+        bits = x.dtype.itemsize * 8
+        xs, ys = np.broadcast_arrays(x, y)
+        out = np.empty(xs.shape, x.dtype)
+        for k in np.ndindex(xs.shape):
+            a, b = int(xs[k]), int(ys[k])
+            if 0 <= b < bits:
+                v = (a << b) if left else (a >> b)
+            else:
+                v = 0 if left or a >= 0 else -1
+            v &= (1 << bits) - 1
+            if x.dtype.kind == "i" and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            out[k] = v
+        return out
+    return oracle
+
+
 def _logical(make, oracle):
     return _binary(make, oracle, (np.bool_,))
 
@@ -356,6 +381,15 @@ SAMPLES = {
     "Ceil": _unary(tf.ceil, _py(math.ceil), FH, el=_round_el),
     "Round": _unary(tf.round, _py(round), FH, el=_round_el),
     "LogicalNot": _unary(lambda x: ~x, lambda x: x == False, (np.bool_,)),  # noqa: E712
+    "BitwiseAnd": _binary(tf.bitwise.bitwise_and, lambda x, y: x & y, INTS + (np.uint8,)),
+    "BitwiseOr": _binary(tf.bitwise.bitwise_or, lambda x, y: x | y, INTS + (np.uint8,)),
+    "BitwiseXor": _binary(tf.bitwise.bitwise_xor, lambda x, y: x ^ y, INTS + (np.uint8,)),
+    "Invert": _unary(tf.bitwise.invert, lambda x: (-1 - x.astype(np.int64)).astype(x.dtype),
+                     INTS + (np.uint8,)),
+    "LeftShift": _binary(tf.bitwise.left_shift, _shift_oracle(True), INTS,
+                         y_el=_shift_counts),
+    "RightShift": _binary(tf.bitwise.right_shift, _shift_oracle(False), INTS,
+                          y_el=_shift_counts),
     "IsNan": _unary(tf.is_nan, lambda x: x != x, FH, el=_specials),
     "IsInf": _unary(tf.is_inf, _py(math.isinf, np.bool_), FH, el=_specials),
     "IsFinite": _unary(tf.is_finite, _py(math.isfinite, np.bool_), FH, el=_specials),
