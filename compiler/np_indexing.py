@@ -266,7 +266,8 @@ def _box_of(positions: np.ndarray, root_positions: np.ndarray):
 def _masked_setitem(arr, key, value, dtype) -> None:
     tf = api()
     if len(key) != 1:
-        raise GraphBreak("assignment through a traced index combined with other indices")
+        _mixed_setitem(arr, key, value, dtype)
+        return
     mask = as_tensor(key[0])
     if np.dtype(mask.dtype.as_numpy_dtype).kind in "iu":
         _scatter_rows(arr, mask, value, dtype)
@@ -279,6 +280,32 @@ def _masked_setitem(arr, key, value, dtype) -> None:
                          "the number of elements written depends on the data")
     current = arr._as_graph_tensor()
     _write_view(arr, tf.where_v2(mask, tf.broadcast_to(v, tf.shape(current)), current))
+
+
+def _mixed_setitem(arr, key, value, dtype) -> None:
+    """`arr[key] = value` with one traced integer index array beside ints and slices, as
+    the row scatter into a view: `x[idx, 1] = v` is `x[:, 1][idx] = v` (NumPy's layout of
+    the written value is the same when the array's axis comes first after the ints and
+    slices before it are applied)."""
+    traced = [i for i, k in enumerate(key) if as_tensor(k) is not None]
+    if len(traced) != 1 or any(isinstance(k, (type(None), type(Ellipsis))) for k in key):
+        raise GraphBreak("assignment through several traced indices (or None/... beside one)")
+    pos = traced[0]
+    idx = as_tensor(key[pos])
+    if np.dtype(idx.dtype.as_numpy_dtype).kind not in "iu":
+        raise GraphBreak("assignment through a traced mask combined with other indices")
+    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))
+            and not isinstance(k, (bool, np.bool_))]
+    if any(not isinstance(k, slice) for i, k in enumerate(key) if i != pos and i not in ints):
+        raise GraphBreak("assignment through a traced index combined with indices other "
+                         "than ints and slices")
+    advanced = sorted(ints + [pos])
+    at = pos - sum(1 for i in ints if i < pos)
+    if at != 0 or advanced != list(range(advanced[0], advanced[-1] + 1)):
+        raise GraphBreak("assignment through a traced index that is not on the first "
+                         "remaining axis")
+    view = getitem(arr, tuple(slice(None) if i == pos else k for i, k in enumerate(key)))
+    _scatter_rows(view, idx, value, dtype)
 
 
 def _scatter_rows(arr, idx, value, dtype) -> None:

@@ -29,8 +29,8 @@ the sign, as NumPy's), and their
 in-place forms (`a += b` follows NumPy's same-kind casting rule); indexing with ints, slices
 (any step), `None`/`np.newaxis`, `...`, lists and arrays of ints or bools, traced integer
 index arrays (`x[idx]`, `x[rows, cols]`, `x[idx, 1]`, `x[2, :, idx]`) and assignment through
-these (`a[1:-1, 1:-1] = ...`, `a[idx] += v`, `a[mask] = 0` with a traced mask; not yet
-`a[idx, 1] = v`); attributes
+these (`a[1:-1, 1:-1] = ...`, `a[idx] += v`, `a[idx, 1] = v`, `a[mask] = 0` with a traced
+mask); attributes
 `shape ndim size dtype itemsize nbytes T`; `len()` and iteration over the first axis;
 `np.zeros/ones/empty/full` (their results can be filled with traced values), `np.array` and
 `np.asarray` of traced values; Python `for` loops with static bounds (unrolled; a traced

@@ -155,3 +155,20 @@ def test_bitwise_operators_on_integers(dtype):
     b = rng.integers(low, 8 * np.dtype(dtype).itemsize + 3, size=(1, 5)).astype(dtype)
     for got, want in zip(flowjit.jit(_bits, fallback=False)(a, b), _bits(a, b)):
         _same(got, want)
+
+
+def _mixed_assignments(x, i):
+    x[i, 1] = 7.0
+    x[i, 2:4] += 1.0
+    x[0, i] = -1.0
+    return x.sum(axis=0)
+
+
+def test_assignment_through_a_traced_index_array_beside_ints_and_slices():
+    f = flowjit.jit(_mixed_assignments, fallback=False)
+    for i in (np.array([3, 0, -1]), np.array([2, 2])):   # a repeated index: the last wins
+        x = np.arange(30.0).reshape(5, 6)
+        want_x = x.copy()
+        want = _mixed_assignments(want_x, i)
+        _same(f(x, i), want)
+        _same(x, want_x)   # the caller's array holds NumPy's result
