@@ -196,9 +196,45 @@ def _lower_matmul(ctx, op, inputs):
 
 
 def _lower_batch_matmul(ctx, op, inputs):
+    """One BLAS call per matrix of the batch (a 3-D MATMUL node): leading batch dims are
+    flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
+    broadcast (a size 1 against a larger one) are not compiled."""
+    from ..compiler import ir
     from ..compiler.lowering import NotLowerable
+    from .lower_reduce import cast_node, compute_dtype
 
-    raise NotLowerable("BatchMatMulV2 is not compiled yet (no batched BLAS in the CPU target)")
+    a, b = inputs
+    if not a.dtype.is_floating or a.dtype.is_complex:
+        raise NotLowerable(f"BatchMatMulV2 on {a.dtype.name} is not compiled (BLAS is float "
+                           "only)")
+    adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    if ba and bb:
+        if len(ba) != len(bb) or any(ir.is_const(x, 1) != ir.is_const(y, 1)
+                                     for x, y in zip(ba, bb)):
+            raise NotLowerable("BatchMatMulV2 with broadcast batch dimensions is not compiled")
+        for x, y in zip(ba, bb):
+            ctx.check_equal(x, y, "Batch dimensions of the two operands differ")
+    batch = ba or bb
+    m, ka = a.shape[-1:-3:-1] if adj_x else a.shape[-2:]
+    kb, n = b.shape[-1:-3:-1] if adj_y else b.shape[-2:]
+    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
+    count = ir.index(1)
+    for d in batch:
+        count = d if ir.is_const(count, 1) else ir.make(ir.Scalar.MUL, ir.INDEX, (count, d))
+    dt = compute_dtype(a.dtype)
+
+    def three_d(x):
+        x = cast_node(x, dt)
+        if len(x.shape) <= 3:
+            return x
+        return ir.reshape(x, (count,) + tuple(x.shape[-2:]))
+
+    product = ir.matmul(three_d(a) if ba else cast_node(a, dt),
+                        three_d(b) if bb else cast_node(b, dt), adj_x, adj_y, (count, m, n))
+    if len(batch) != 1:
+        product = ir.reshape(product, tuple(batch) + (m, n))
+    return [cast_node(product, a.dtype)]
 
 
 MATMUL.lower = _lower_matmul

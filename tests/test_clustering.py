@@ -80,7 +80,7 @@ OP_TYPES = sorted(n for n in SAMPLES if not registry.lookup(n).traits & _BLOCKED
 COMPILED_OPS = {
     "Exp", "Add", "FloorDiv", "Less", "LogicalAnd", "Cast", "Sum", "ArgMax", "MatMul",
     "Reshape", "Transpose", "ConcatV2", "StridedSlice", "GatherV2", "Pad", "Select", "OneHot",
-    "Split", "Range", "BiasAdd",
+    "Split", "Range", "BiasAdd", "BatchMatMulV2",
 }
 COMPILE_ALL = os.environ.get("FLOWJIT_TEST_COMPILE_ALL_OPS") == "1"
 # clustered, but always run with the reference kernels

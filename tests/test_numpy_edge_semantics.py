@@ -172,3 +172,22 @@ def test_assignment_through_a_traced_index_array_beside_ints_and_slices():
         want = _mixed_assignments(want_x, i)
         _same(f(x, i), want)
         _same(x, want_x)   # the caller's array holds NumPy's result
+
+
+def _batched_products(a, b, w, c):
+    return (a @ b, a @ w, np.matmul(a, np.swapaxes(b, 1, 2).copy().swapaxes(1, 2)),
+            c @ np.swapaxes(c, -1, -2), np.einsum("bij,bjk->bik", a, b))
+
+
+@pytest.mark.parametrize("batch, m, k, n", [(4, 5, 3, 6), (1, 7, 2, 3), (64, 40, 50, 30),
+                                            (0, 3, 2, 2), (3, 0, 4, 2)])
+def test_batched_matmul_compiles_one_product_per_matrix(batch, m, k, n):
+    rng = np.random.default_rng(batch + m)
+    a, b = rng.standard_normal((batch, m, k)), rng.standard_normal((batch, k, n))
+    w = rng.standard_normal((k, n))
+    c = rng.standard_normal((2, batch, m, k)).astype(np.float32)
+    f = flowjit.jit(_batched_products, fallback=False)
+    for got, want in zip(f(a, b, w, c), _batched_products(a, b, w, c)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert "for bi in prange(" in f.lower(a, b, w, c).source   # compiled, not interpreted

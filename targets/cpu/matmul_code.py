@@ -49,8 +49,10 @@ def split_blocks() -> int:
 
 def matmul_lines(gen, node) -> list:
     """Statements computing MATMUL `node` into its buffer (allocated here)."""
+    if len(node.shape) == 3:
+        return _batched_lines(gen, node)
     if len(node.shape) != 2:
-        raise NotImplementedError("batched matmul codegen")
+        raise NotImplementedError(f"matmul of rank {len(node.shape)}")
     a, b = (gen.buffers[id(x)] for x in node.inputs)
     ta, tb = node.attr
     lines = gen.allocate(node)
@@ -75,6 +77,26 @@ def matmul_lines(gen, node) -> list:
         split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
     return (lines + [f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
             + ["else:"] + ["    " + s for s in single])
+
+
+def _batched_lines(gen, node) -> list:
+    """A batch of products (C[i] = A[i] @ B[i]; a rank-2 operand is shared): one
+    single-threaded BLAS call per matrix, the matrices spread over the threads when there
+    are several and the work is large."""
+    a_node, b_node = node.inputs
+    a, b = (gen.buffers[id(x)] for x in node.inputs)
+    ta, tb = node.attr
+    lines = gen.allocate(node)
+    out = gen.buffers[id(node)]
+    a_i = f"{a}[bi]" if len(a_node.shape) == 3 else a
+    b_i = f"{b}[bi]" if len(b_node.shape) == 3 else b
+    call = f"np.dot({a_i}{'.T' if ta else ''}, {b_i}{'.T' if tb else ''}, {out}[bi])"
+    count, m, n = (gen.size_text(d) for d in node.shape)
+    k = gen.size_text(a_node.shape[-2 if ta else -1])
+    work = f"{count} * {m} * {n} * {k}"
+    return lines + [f"if {count} > 1 and {work} >= {SPLIT_MIN_WORK}:",
+                    f"    for bi in prange({count}):", f"        {call}",
+                    "else:", f"    for bi in range({count}):", f"        {call}"]
 
 
 def _split_lines(gen, node, a, b_t, out, ta, tb, dims) -> list:
