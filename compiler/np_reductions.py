@@ -57,10 +57,11 @@ def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwar
         rdt = x.dtype
         t = x._as_graph_tensor()
         dims = t.shape.as_list() if t.shape.ndims else []
+        message = (f"zero-size array to reduction operation "
+                   f"{'maximum' if kind == 'max' else 'minimum'} which has no identity")
         if any(dims[a] == 0 for a in axes):
-            raise ValueError(f"zero-size array to reduction operation "
-                             f"{'maximum' if kind == 'max' else 'minimum'} which has no "
-                             "identity")
+            raise ValueError(message)
+        x = _non_empty(x, [a for a in axes if dims[a] is None], message)
     else:
         rdt = getattr(np, kind)(sample, dtype=dtype).dtype
     t = to_tensor(x, rdt)
@@ -69,6 +70,15 @@ def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwar
     else:
         result = getattr(tf, _TF[kind])(t, axis=list(axes), keepdims=bool(keepdims))
     return _finish(wrap(result), out)
+
+
+def _non_empty(x, axes, message):
+    """`x`, with a run-time check that none of `axes` (of runtime length) is empty."""
+    if not axes:
+        return x
+    from ..ops.check_ops import ensure_non_empty
+
+    return wrap(ensure_non_empty(x._as_graph_tensor(), axes, message))
 
 
 def _finish(result, out):
@@ -114,9 +124,11 @@ def arg_extreme(x, axis=None, out=None, keepdims=False, largest=True):
     tf = api()
     x, t, ax = _one_axis(x, axis)
     dims = t.shape.as_list()
+    message = f"attempt to get {'argmax' if largest else 'argmin'} of an empty sequence"
     if dims[ax] == 0:
-        raise ValueError(f"attempt to get {'argmax' if largest else 'argmin'} of an empty "
-                         "sequence")
+        raise ValueError(message)
+    if dims[ax] is None:
+        t = _non_empty(wrap(t), [ax], message)._as_graph_tensor()
     if np.dtype(t.dtype.as_numpy_dtype).kind == "b":
         t = tf.cast(t, tf.int8)
     idx = (tf.argmax if largest else tf.argmin)(t, axis=ax, output_type=tf.int64)

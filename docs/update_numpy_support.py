@@ -43,8 +43,10 @@ listed ones: `np.average` with traced weights, `np.cross` of 2-vectors, `np.eins
 index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
 
 **Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's
-RuntimeWarning; `np.max`/`np.min` over an axis of length 0 that is only known at run time
-give -inf/inf instead of NumPy's ValueError (an axis of static length 0 raises it).
+RuntimeWarning; `np.max`/`np.min`/`np.argmax`/`np.argmin` over an empty axis raise NumPy's
+message as `errors.InvalidArgumentError` when the axis length is known only at run time
+(ValueError when it is known while tracing); reductions to one value return a 0-d array,
+not a NumPy scalar.
 """
 
 

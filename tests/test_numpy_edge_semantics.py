@@ -191,3 +191,19 @@ def test_batched_matmul_compiles_one_product_per_matrix(batch, m, k, n):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert "for bi in prange(" in f.lower(a, b, w, c).source   # compiled, not interpreted
+
+
+def _extremes(x):
+    return x.max(axis=0), np.min(x, axis=1), np.argmax(x, axis=0)
+
+
+def test_max_over_an_empty_runtime_axis_raises_as_numpy():
+    f = flowjit.jit(_extremes, fallback=False)
+    x = np.arange(12.0).reshape(3, 4)
+    for got, want in zip(f(x), _extremes(x)):
+        _same(got, want)
+    for empty in (np.zeros((0, 4)), np.zeros((4, 0))):
+        with pytest.raises(ValueError):
+            _extremes(empty)
+        with pytest.raises(InvalidArgumentError, match="zero-size array|empty sequence"):
+            f(empty)

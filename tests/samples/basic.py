@@ -38,6 +38,18 @@ def _identity(draw):
 
 
 @st.composite
+def _ensure_non_empty(draw):
+    value = draw(arrays(np.float32, draw(shapes())))
+    axes = [a for a in range(value.ndim) if value.shape[a] > 0 and draw(st.booleans())]
+
+    def build():
+        from flowjit.ops.check_ops import ensure_non_empty
+
+        return [ensure_non_empty(tf.placeholder(tf.float32, name="x"), axes, "empty")]
+    return OpCase(build, {"x": value}, lambda f: [f["x"]])
+
+
+@st.composite
 def _stop_gradient(draw):
     value = draw(arrays(draw(st.sampled_from(FLOAT_DTYPES + (np.int32,))), draw(shapes())))
     dtype = tf.as_dtype(value.dtype)
@@ -81,6 +93,7 @@ SAMPLES = {
     "PlaceholderWithDefault": _placeholder_with_default(),
     "Identity": _identity(),
     "StopGradient": _stop_gradient(),
+    "EnsureNonEmpty": _ensure_non_empty(),
     "NoOp": st.just(OpCase(_noop_build, {}, lambda f: [])),
     **{k: _variable_case(k) for k in ("VariableV2", "Assign", "AssignAdd", "AssignSub",
                                        "IsVariableInitialized")},
