@@ -155,8 +155,8 @@ def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
 def roll(a, shift, axis=None):
     tf = api()
     a = _traced(a)
-    if axis is None:
-        return reshape(roll(ravel(a), shift, 0), a.shape)
+    if axis is None:   # the flattened array, by every shift in turn (their sum)
+        return reshape(roll(ravel(a), int(np.sum(shift)), 0), a.shape)
     t = a._as_graph_tensor()
     shifts = np.broadcast_to(shift, np.shape(axis)) if np.ndim(axis) else [shift]
     for s, ax in zip(shifts, np.atleast_1d(axis)):
@@ -238,6 +238,14 @@ def clip(a, a_min=None, a_max=None, out=None, **kwargs):
     if "min" in kwargs or "max" in kwargs:
         a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
     r = a
+    kind = np.dtype(_traced(a).dtype).kind if isinstance(a, TracedArray) else ""
+    if kind in "iu" and kind:
+        info = np.iinfo(_traced(a).dtype)
+        # a Python int outside the dtype's range bounds nothing (NumPy 2 clips to it)
+        if isinstance(a_min, int) and not isinstance(a_min, bool) and a_min <= info.min:
+            a_min = None
+        if isinstance(a_max, int) and not isinstance(a_max, bool) and a_max >= info.max:
+            a_max = None
     if a_min is not None:
         r = call(np.maximum, (r, a_min))
     if a_max is not None:
@@ -308,7 +316,11 @@ def around(a, decimals=0, out=None):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     diff_ = call(np.absolute, (call(np.subtract, (a, b)),))
     bound = call(np.add, (atol, call(np.multiply, (rtol, call(np.absolute, (b,))))))
-    r = call(np.logical_or, (call(np.less_equal, (diff_, bound)), call(np.equal, (a, b))))
+    # (x + 0.0: integers compare as floats, as NumPy's isclose converts them)
+    finite = call(np.logical_and, (call(np.isfinite, (call(np.add, (a, 0.0)),)),
+                                   call(np.isfinite, (call(np.add, (b, 0.0)),))))
+    near = call(np.logical_and, (finite, call(np.less_equal, (diff_, bound))))
+    r = call(np.logical_or, (near, call(np.equal, (a, b))))   # inf only equals inf
     if equal_nan:
         both = call(np.logical_and, (call(np.isnan, (a,)), call(np.isnan, (b,))))
         r = call(np.logical_or, (r, both))
@@ -338,8 +350,9 @@ def _moved(fn, fills: bool = False):
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    """np.pad: constant mode as a Pad op, every other mode (edge, reflect, symmetric, wrap,
-    ...) by NumPy itself on the element positions, then one gather."""
+    """np.pad: constant mode as a Pad op; the modes that only rearrange elements (edge,
+    reflect, symmetric, wrap, empty) by NumPy itself on the element positions, then one
+    gather; the modes that compute values (maximum, mean, linear_ramp, ...) break."""
     a = _traced(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2)).tolist()
     if mode == "constant":
@@ -351,7 +364,16 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return wrap(tf.pad(a._as_graph_tensor(), widths, constant_values=fill))
     if callable(mode):
         raise GraphBreak("np.pad with a function as mode")
-    return _moved(lambda p: np.pad(p, widths, mode=mode, **kwargs))(a)
+    if mode not in _MOVING_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
+        # maximum, mean, linear_ramp, ... compute new values: not a rearrangement
+        raise GraphBreak(f"np.pad(mode={mode!r}" + "".join(f", {k}=..." for k in kwargs) + ")")
+    kwargs.pop("reflect_type", None)
+    if kwargs:
+        raise GraphBreak(f"np.pad(mode={mode!r}) with {sorted(kwargs)}")
+    return _moved(lambda p: np.pad(p, widths, mode=mode))(a)
+
+
+_MOVING_PAD_MODES = ("edge", "reflect", "symmetric", "wrap", "empty")
 
 
 def _shape_of(a):

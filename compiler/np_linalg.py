@@ -94,7 +94,8 @@ def inner(a, b):
 def outer(a, b, out=None):
     tf = api()
     ta, tb = _operands(a, b)
-    r = tf.multiply(tf.reshape(ta, [-1, 1]), tf.reshape(tb, [1, -1]))
+    product = tf.logical_and if ta.dtype.is_bool else tf.multiply   # NumPy's bool loop
+    r = product(tf.reshape(ta, [-1, 1]), tf.reshape(tb, [1, -1]))
     if out is not None:
         out[...] = wrap(r)
         return out

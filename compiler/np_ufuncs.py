@@ -51,6 +51,15 @@ def _exp_base(base):
     return build
 
 
+def _real_only(what):
+    """The identity on real numbers (np.conjugate, np.real, ...); complex input breaks."""
+    def build(x):
+        if x.dtype.is_complex:
+            raise GraphBreak(f"np.{what} on complex numbers")
+        return x
+    return build
+
+
 def _bits(logical, bitwise):
     """A bitwise ufunc: the logical op on booleans, tf.bitwise's on integers."""
     def build(*xs):
@@ -276,7 +285,7 @@ UFUNCS = {
     np.ceil: _float_only(_unary("ceil")), np.rint: _float_only(_unary("round")),
     np.sign: _unary("sign"), np.isnan: _unary("is_nan"), np.isinf: _unary("is_inf"),
     np.isfinite: _unary("is_finite"), np.deg2rad: _float_only(_scale(math.pi / 180)),
-    np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: lambda x: x,
+    np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: _real_only("conjugate"),
     np.arctan: _float_only(lambda x: api().atan2(x, api().ones_like(x))),
     np.arcsin: _float_only(_arcsin), np.arccos: _float_only(_arccos),
     np.arcsinh: _float_only(_arcsinh), np.arccosh: _float_only(_arccosh),
@@ -325,13 +334,26 @@ def call(ufunc, inputs) -> TracedArray:
     if ufunc in (np.absolute, np.sign) and loop[0].kind in "ub":
         result = tensors[0] if ufunc is np.absolute else api().sign(
             to_tensor(tensors[0], np.int64))
+    elif loop[0].kind == "b" and ufunc in _BOOL_AS_LOGIC:
+        result = getattr(api(), _BOOL_AS_LOGIC[ufunc])(*tensors)   # True + True is True
     else:
         try:
             result = build(*tensors)
         except TypeError as e:   # the op has no kernel for this dtype
-            raise GraphBreak(f"np.{ufunc.__name__} on {', '.join(map(str, loop))}",
-                             str(e).splitlines()[0]) from None
+            if ufunc not in _WRAPPING or np.dtype(out_dtype).kind not in "iu":
+                raise GraphBreak(f"np.{ufunc.__name__} on {', '.join(map(str, loop))}",
+                                 str(e).splitlines()[0]) from None
+            # uint8 negation, int8 powers, ...: arithmetic modulo 2**bits gives the same
+            # bits in int64, and the cast back to the narrow type wraps as NumPy's does
+            result = build(*[to_tensor(t, np.int64) for t in tensors])
     return wrap(to_tensor(result, out_dtype))
+
+
+# bool inputs: NumPy's add/multiply/maximum/minimum loops are or/and
+_BOOL_AS_LOGIC = {np.add: "logical_or", np.multiply: "logical_and",
+                  np.maximum: "logical_or", np.minimum: "logical_and"}
+# ring operations: computed in int64 when the op has no kernel for a narrow integer type
+_WRAPPING = (np.add, np.subtract, np.multiply, np.negative, np.power, np.square)
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):

@@ -39,7 +39,9 @@ graph over 20000 ops is reported as a graph break).
 **Graph breaks:** a Python `if`/`while`/`and`/`or` on a traced value, `float()`/`int()`/
 `.item()`, data-dependent shapes (`x[mask]` reading with a traced mask, `np.where(cond)`,
 `np.nonzero`, `np.unique`), functions and ufunc methods not listed below, and these forms of
-listed ones: `np.average` with traced weights, `np.cross` of 2-vectors, `np.einsum` with a repeated
+listed ones: `np.pad` modes that compute values (`maximum`, `minimum`, `mean`, `median`,
+`linear_ramp`, `reflect_type='odd'`), `np.conjugate` of complex numbers, `np.average` with
+traced weights, `np.cross` of 2-vectors, `np.einsum` with a repeated
 index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
 
 **Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's

@@ -207,3 +207,47 @@ def test_max_over_an_empty_runtime_axis_raises_as_numpy():
             _extremes(empty)
         with pytest.raises(InvalidArgumentError, match="zero-size array|empty sequence"):
             f(empty)
+
+
+def _small_types(b1, b2, u, i8, x):
+    return (b1 + b2, b1 * b2, np.maximum(b1, b2), np.outer(b1, b2), -u, u ** 2, i8 ** 3,
+            np.square(u), np.clip(u, -1, 300), np.clip(u, 3, 300), np.clip(i8, -200, 50),
+            np.roll(x, (1, 2)), np.roll(x, (1, 2), axis=(0, 1)),
+            np.pad(x, 1, mode="edge"), np.pad(x, (1, 2), mode="wrap"),
+            np.pad(x[0], 2, mode="reflect"))
+
+
+def test_bool_arithmetic_narrow_integers_clip_roll_and_moving_pads():
+    b1, b2 = np.array([True, False, True]), np.array([True, True, False])
+    u, i8 = np.array([0, 5, 255], np.uint8), np.array([3, -4, 100], np.int8)
+    x = np.arange(12.0).reshape(3, 4)
+    for got, want in zip(flowjit.jit(_small_types)(b1, b2, u, i8, x),
+                         _small_types(b1, b2, u, i8, x)):
+        _same(got, want)
+
+
+def test_isclose_infinities_are_close_only_to_themselves():
+    a = np.array([np.inf, np.nan, np.inf, 1.0, 1.0, -np.inf])
+    b = np.array([-np.inf, np.nan, np.inf, 1.0 + 1e-9, 2.0, -np.inf])
+    f = flowjit.jit(lambda p, q: (np.isclose(p, q), np.isclose(p, q, equal_nan=True),
+                                  np.isclose(p.astype(np.int64) * 0 + 3, 3)), fallback=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # inf/nan to int64 casts
+        want = (np.isclose(a, b), np.isclose(a, b, equal_nan=True),
+                np.isclose(a.astype(np.int64) * 0 + 3, 3))
+        got = f(a, b)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("fn", [lambda p: np.pad(p, 1, mode="maximum"),
+                                lambda p: np.pad(p, 2, mode="linear_ramp"),
+                                lambda p: np.pad(p, 2, mode="reflect", reflect_type="odd"),
+                                lambda p: np.conjugate(p + 1j)])
+def test_value_computing_pads_and_complex_conjugate_break_cleanly(fn):
+    from flowjit.errors import UnimplementedError
+
+    a = np.array([1.0, 5.0, 2.0, 8.0])
+    with pytest.raises(UnimplementedError):
+        flowjit.jit(fn, fallback=False)(a)
+    _same(flowjit.jit(fn)(a), fn(a))   # with the fallback: NumPy's own answer
