@@ -18,12 +18,14 @@ from . import ops as _ops  # registers every op and installs Tensor operators
 from .ops.array_ops import *  # noqa: F401,F403
 from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
                             placeholder_with_default, stop_gradient)
-from .compiler.gradients import gradients
+from .compiler.gradients import UnconnectedGradients, gradients
 from .ops.segment_ops import unsorted_segment_sum
 from .ops.scatter_ops import tensor_scatter_nd_update
 from .ops.conversion import convert_to_tensor
 from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403
+from .ops.composite_ops import (atan, clip_by_global_norm, clip_by_norm, cumsum,  # noqa: F401
+                                div_no_nan, global_norm, norm, reduce_euclidean_norm)
 from .ops.matmul_ops import *  # noqa: F401,F403
 from .ops.random_ops import *  # noqa: F401,F403
 from .ops.reduction_ops import *  # noqa: F401,F403
@@ -87,7 +89,8 @@ math = _namespace("math", "TensorFlow's `tf.math` names for flowjit's math ops."
     "logical_and", "logical_or", "logical_not", "logical_xor", "reduce_sum", "reduce_mean",
     "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all", "reduce_logsumexp",
     "argmax", "argmin", "is_nan", "is_inf", "is_finite", "squared_difference", "add_n", "atan2",
-    "count_nonzero", "truncatediv", "truncatemod", "cumsum"))
+    "count_nonzero", "truncatediv", "truncatemod", "cumsum", "atan", "div_no_nan",
+    "reduce_euclidean_norm"))
 math.softplus = getattr(nn, "softplus", None)
 random = _namespace("random", "TensorFlow's `tf.random` names.", {
     "normal": globals().get("random_normal"), "uniform": globals().get("random_uniform"),
@@ -98,7 +101,9 @@ from .ops import bitwise_ops as _bitwise_ops  # noqa: E402
 
 bitwise = _namespace("bitwise", "TensorFlow's `tf.bitwise` names: integer bit operations.",
                      {n: getattr(_bitwise_ops, n) for n in _bitwise_ops.__all__})
-linalg = _namespace("linalg", "TensorFlow's `tf.linalg` names.", _pick("matmul", "transpose"))
+linalg = _namespace("linalg", "TensorFlow's `tf.linalg` names.", _pick("matmul", "transpose",
+                                                                        "norm"))
+linalg.l2_normalize = nn.l2_normalize
 initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.", {
     "zeros": zeros_initializer, "ones": ones_initializer, "constant": constant_initializer,
     "random_normal": random_normal_initializer, "random_uniform": random_uniform_initializer,

@@ -1,3 +1,4 @@
 """`flowjit.nn`: TensorFlow's neural-network op names (filled in by ops/nn_ops.py)."""
 
 from .ops.nn_ops import *  # noqa: F401,F403
+from .ops.composite_ops import dropout, l2_normalize, moments  # noqa: F401,E402

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 
+from . import dtypes as _dtypes
 from .compiler.graph import Tensor, get_default_graph
 from .ops.basic_ops import constant, group
 from .ops.conversion import convert_to_tensor
@@ -323,9 +324,10 @@ class AdamOptimizer(Optimizer):
                         "epsilon": epsilon}
 
     def _create_slots(self, var_list):
-        first = min(var_list, key=lambda v: v.name)
-        self._non_slot("beta1_power", self._hypers["beta1"], first.dtype)
-        self._non_slot("beta2_power", self._hypers["beta2"], first.dtype)
+        # float32 whatever the variables' dtype, as TF1 makes them (from Python floats);
+        # _apply_dense casts them to each variable's dtype
+        self._non_slot("beta1_power", self._hypers["beta1"], _dtypes.float32)
+        self._non_slot("beta2_power", self._hypers["beta2"], _dtypes.float32)
         for v in var_list:
             self._slot(v, "m")
             self._slot(v, "v")

@@ -15,6 +15,8 @@ from .compiler.graph import Graph, GraphKeys, get_default_graph
 from .compiler.graph_def import GraphDef
 from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
                          MomentumOptimizer, Optimizer, RMSPropOptimizer)
+from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
+                                     piecewise_constant, polynomial_decay)
 from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
@@ -23,7 +25,9 @@ __all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOpti
            "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "Saver", "CheckpointState",
            "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists", "list_variables",
            "load_variable", "get_global_step",
-           "create_global_step", "get_or_create_global_step", "global_step"]
+           "create_global_step", "get_or_create_global_step", "global_step",
+           "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
+           "piecewise_constant"]
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:

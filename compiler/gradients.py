@@ -139,19 +139,32 @@ def _apply_gradient(op, out_grads) -> list:
     return in_grads
 
 
+class UnconnectedGradients:
+    """What `gradients` returns for an x that no y depends on (TF1's enum)."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
 def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None,
               colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
-              aggregation_method=None) -> list:
+              aggregation_method=None, unconnected_gradients="none") -> list:
     """The symbolic derivatives of sum(ys) with respect to each x in xs (TF1 `tf.gradients`).
 
     `ys`, `xs`: a tensor or a list of tensors (xs may hold Variables).  `grad_ys`: one
     gradient per y (None entries mean ones_like(y)), to start from dL/dy instead of ones.
     `stop_gradients`: tensors held constant (no gradient flows through them).  Returns a list
     with one gradient tensor per x, or None where x does not affect any y (or is not a float
-    tensor).  `colocate_gradients_with_ops`, `gate_gradients` and `aggregation_method` are
-    accepted for compatibility and ignored (contributions are always summed with AddN).
+    tensor), or zeros shaped like x with `unconnected_gradients="zero"`
+    (`UnconnectedGradients.ZERO`).  `colocate_gradients_with_ops`, `gate_gradients` and
+    `aggregation_method` are accepted for compatibility and ignored (contributions are
+    always summed with AddN).
     """
     del colocate_gradients_with_ops, gate_gradients, aggregation_method
+    unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
+    if unconnected not in ("none", "zero"):
+        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r} "
+                         "(expected 'none' or 'zero').")
     ys, xs = _as_list(ys, "ys"), _as_list(xs, "xs")
     stops = _as_list(stop_gradients, "stop_gradients") if stop_gradients is not None else []
     graph = ys[0].graph
@@ -186,5 +199,10 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
         out = []
         for x in xs:
             grads = results[x] if x in results else pending.get(x, [])
-            out.append(_sum(grads) if _differentiable(x) else None)
+            g = _sum(grads) if _differentiable(x) else None
+            if g is None and unconnected == "zero":
+                from ..ops.array_ops import zeros_like
+
+                g = zeros_like(x)
+            out.append(g)
         return out

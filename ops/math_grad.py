@@ -68,6 +68,15 @@ def _none(op, *grads):
     return [None] * len(op.inputs)
 
 
+def _zero_where_no_gradient(fn):
+    """`fn(x, y, g)`, but 0 where g is 0: TensorFlow's SqrtGrad/RsqrtGrad/ReciprocalGrad
+    kernels return 0 there, so a masked branch (`where(x > 0, sqrt(x), 0)`) at x == 0 gets
+    0, not 0 * inf = NaN."""
+    def gradient(x, y, g):
+        return mo.where_v2(mo.equal(g, _zero(g)), _zero(g), fn(x, y, g))
+    return gradient
+
+
 def _rsqrt(x, y, g):
     return g * (y * y * y) * -0.5
 
@@ -88,9 +97,9 @@ _UNARY = (
     (mu.ABS, lambda x, y, g: g * mu.sign(x)),
     (mu.SIGN, lambda x, y, g: _zero(x)),
     (mu.SQUARE, lambda x, y, g: g * (x * 2.0)),
-    (mu.SQRT, lambda x, y, g: g * 0.5 / y),
-    (mu.RSQRT, _rsqrt),
-    (mu.RECIPROCAL, lambda x, y, g: -g * y * y),
+    (mu.SQRT, _zero_where_no_gradient(lambda x, y, g: g * 0.5 / y)),
+    (mu.RSQRT, _zero_where_no_gradient(_rsqrt)),
+    (mu.RECIPROCAL, _zero_where_no_gradient(lambda x, y, g: -g * y * y)),
     (mu.EXP, lambda x, y, g: g * y),
     (mu.EXPM1, lambda x, y, g: g * (y + 1.0)),
     (mu.LOG, lambda x, y, g: g / x),

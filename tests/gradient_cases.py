@@ -15,6 +15,7 @@ import flowjit as tf
 from flowjit.ops.sum_to_shape import sum_to_shape_of
 from flowjit.ops.array_ops import CONJUGATE_TRANSPOSE
 from flowjit.ops.builder import make_op
+from flowjit.ops.check_ops import ensure_non_empty
 
 _RNG = np.random.RandomState(0)
 
@@ -148,6 +149,8 @@ CASES = {
         _u(3, 4)),
     # --- plumbing and arrays
     "Identity": _one("identity", tf.identity, _u(2, 3)),
+    "EnsureNonEmpty": _one("ensure_non_empty",
+                           lambda x: ensure_non_empty(x, [0, 1], "empty"), _u(2, 3)),
     "PlaceholderWithDefault": _one("fed default", lambda x: tf.placeholder_with_default(
         x, [None, 3]), _u(2, 3)),
     "Reshape": _one("to 3x2", lambda x: tf.reshape(x, [3, -1]), _u(2, 3)),

@@ -33,6 +33,8 @@ NON_DIFFERENTIABLE = {
     **dict.fromkeys(["RandomUniform", "RandomStandardNormal", "TruncatedNormal",
                      "RandomUniformInt", "Multinomial", "RandomShuffle"], "random"),
     "ComplexAbs": "complex input: flowjit differentiates real floating-point tensors only",
+    **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
+                     "RightShift"], "integer inputs and output"),
 }
 # Ops whose gradient is checked by a dedicated test instead of finite differences.
 NOT_FINITE_DIFFERENCED = {"StopGradient": "its gradient is None by definition"}

@@ -49,10 +49,18 @@ def _momentum(w, g, t, s, lr, mu, nesterov=False):
     return w - (lr * g + lr * mu * s["a"] if nesterov else lr * s["a"])
 
 
+def _float32_power(beta, t):
+    """beta**t as TF1's beta-power variables hold it: float32, multiplied step by step."""
+    p = np.float32(beta)
+    for _ in range(t - 1):
+        p = np.float32(p * np.float32(beta))
+    return float(p)
+
+
 def _adam(w, g, t, s, lr, b1, b2, eps):
     s["m"] = b1 * s.get("m", 0.0) + (1 - b1) * g
     s["v"] = b2 * s.get("v", 0.0) + (1 - b2) * g * g
-    lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+    lr_t = lr * np.sqrt(1 - _float32_power(b2, t)) / (1 - _float32_power(b1, t))
     return w - lr_t * s["m"] / (np.sqrt(s["v"]) + eps)
 
 
@@ -261,7 +269,10 @@ def test_adam_beta_powers_and_names():
         sess.run(tf.global_variables_initializer())
         for _ in range(3):
             sess.run(train)
-        np.testing.assert_allclose(sess.run([b1, b2]), [0.8 ** 4, 0.9 ** 4], rtol=1e-12)
+        powers = sess.run([b1, b2])
+        assert all(p.dtype == np.float32 for p in powers)   # float32 as TF1's, for any model
+        np.testing.assert_allclose(powers, [_float32_power(0.8, 4), _float32_power(0.9, 4)],
+                                   rtol=0)
     # A second apply_gradients of the same optimizer reuses its slots and beta powers.
     opt.apply_gradients([(grad, w)])
     assert opt.get_slot_names() == ["m", "v"] and len(opt.variables()) == 4

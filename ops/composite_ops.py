@@ -1,0 +1,188 @@
+"""TensorFlow 1.x functions that are compositions of existing ops (no op types of their own).
+
+Owns: `atan`, `div_no_nan`, `norm`, `reduce_euclidean_norm`, `global_norm`, `clip_by_norm`,
+`clip_by_global_norm`, `cumsum`, and for `tf.nn`: `l2_normalize`, `moments`, `dropout`.
+Each builds the graph TensorFlow's own Python function builds, so values, dtypes, shapes
+and gradients follow from the ops used (see each docstring for the formula).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..compiler.graph import Tensor
+from . import math_ops as mo
+from .array_ops import reshape
+from .builder import graph_for, to_tensor
+from .fill_ops import ones_like, zeros_like
+from .gather_ops import gather
+from .join_ops import concat
+from .pad_ops import pad
+from .reduction_ops import reduce_max, reduce_mean, reduce_sum
+from .shape_ops import shape as shape_of
+
+
+def atan(x, name=None) -> Tensor:
+    """arctan(x) elementwise (as atan2(x, 1))."""
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "Atan"):
+        return mo.atan2(x, ones_like(x))
+
+
+def div_no_nan(x, y, name=None) -> Tensor:
+    """x / y, and 0 wherever y == 0 (even for x == 0 or x infinite)."""
+    graph = graph_for((x, y))
+    with graph.name_scope(name or "div_no_nan"):
+        x, y = to_tensor(x), to_tensor(y, dtype=to_tensor(x).dtype)
+        zero = mo.equal(y, zeros_like(y))
+        safe = mo.where_v2(zero, ones_like(y), y)
+        quotient = mo.truediv(x, safe)
+        return mo.where_v2(zero, zeros_like(quotient), quotient)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """sqrt(sum(x**2)) over `axis`."""
+    x = to_tensor(input_tensor)
+    with x.graph.name_scope(name or "euclidean_norm"):
+        return mo.sqrt(reduce_sum(mo.square(x), axis=axis, keepdims=keepdims))
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None) -> Tensor:
+    """Vector norms (ord 'euclidean'/2, 1, np.inf, or any p > 0) over `axis` (None: the
+    whole tensor as one vector), and the Frobenius norm ('fro'/'euclidean' over 2 axes)."""
+    x = to_tensor(tensor)
+    keep = bool(keepdims)
+    with x.graph.name_scope(name or "norm"):
+        if ord in ("euclidean", "fro", 2, 2.0) and (ord != 2 or not _two_axes(axis)):
+            return mo.sqrt(reduce_sum(mo.square(x), axis=axis, keepdims=keep))
+        if _two_axes(axis):
+            raise ValueError(f"norm: ord={ord!r} over two axes (a matrix norm) is not "
+                             "supported; use 'fro' or 'euclidean'.")
+        if ord == 1:
+            return reduce_sum(mo.abs(x), axis=axis, keepdims=keep)
+        if ord in (np.inf, math.inf):
+            return reduce_max(mo.abs(x), axis=axis, keepdims=keep)
+        if isinstance(ord, (int, float)) and ord > 0:
+            p = mo.cast(ord, x.dtype)
+            return mo.pow(reduce_sum(mo.pow(mo.abs(x), p), axis=axis, keepdims=keep),
+                          mo.truediv(mo.cast(1.0, x.dtype), p))
+        raise ValueError(f"norm: 'ord' must be 'euclidean', 'fro', 1, 2, np.inf or a positive "
+                         f"number, got {ord!r}.")
+
+
+def _two_axes(axis) -> bool:
+    return isinstance(axis, (list, tuple)) and len(axis) == 2
+
+
+def global_norm(t_list, name=None) -> Tensor:
+    """sqrt(sum of squares of every element of every tensor in `t_list`; None skipped)."""
+    tensors = [to_tensor(t) for t in t_list if t is not None]
+    if not tensors:
+        raise ValueError("global_norm: t_list holds no tensor.")
+    with tensors[0].graph.name_scope(name or "global_norm"):
+        squares = [reduce_sum(mo.square(t)) for t in tensors]
+        return mo.sqrt(mo.add_n(squares) if len(squares) > 1 else squares[0])
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
+    """t * clip_norm / max(l2norm(t, axes), clip_norm): unchanged when its norm is small."""
+    t = to_tensor(t)
+    with t.graph.name_scope(name or "clip_by_norm"):
+        clip = mo.cast(clip_norm, t.dtype)
+        l2 = mo.sqrt(reduce_sum(mo.square(t), axis=axes, keepdims=True))
+        return mo.truediv(mo.multiply(t, clip), mo.maximum(l2, clip))
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """(clipped list, global norm): every tensor scaled by clip_norm / max(global_norm,
+    clip_norm); None entries stay None."""
+    t_list = list(t_list)
+    present = [t for t in t_list if t is not None]
+    with to_tensor(present[0]).graph.name_scope(name or "clip_by_global_norm"):
+        total = global_norm(present) if use_norm is None else to_tensor(use_norm)
+        clip = mo.cast(clip_norm, total.dtype)
+        scale = mo.truediv(clip, mo.maximum(total, clip))
+        clipped = [None if t is None else mo.multiply(to_tensor(t), mo.cast(scale,
+                                                                             to_tensor(t).dtype))
+                   for t in t_list]
+        return clipped, total
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """Running sums along `axis` (static length): prefix sums by log2(n) shifted adds."""
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "Cumsum"):
+        rank = x.shape.ndims
+        ax = int(axis) % rank
+        n = x.shape.as_list()[ax]
+        if n is None:
+            raise ValueError("cumsum: the length of the summed axis must be known when the "
+                             "graph is built.")
+        t = x
+        if reverse:
+            t = gather(t, list(range(n - 1, -1, -1)), axis=ax)
+        step = 1
+        while step < n:
+            begin = [0] * rank
+            size = [-1] * rank
+            size[ax] = n - step
+            from .slicing_ops import slice as slice_
+
+            head = slice_(t, begin, size)
+            pads = [[0, 0]] * rank
+            pads[ax] = [step, 0]
+            t = mo.add(t, pad(head, pads))
+            step *= 2
+        if exclusive:
+            t = mo.subtract(t, x if not reverse else gather(x, list(range(n - 1, -1, -1)),
+                                                             axis=ax))
+        if reverse:
+            t = gather(t, list(range(n - 1, -1, -1)), axis=ax)
+        return t
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> Tensor:
+    """x / sqrt(max(sum(x**2, axis), epsilon))."""
+    axis = dim if axis is None else axis
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "l2_normalize"):
+        square_sum = reduce_sum(mo.square(x), axis=axis, keepdims=True)
+        return mo.multiply(x, mo.rsqrt(mo.maximum(square_sum, mo.cast(epsilon, x.dtype))))
+
+
+def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
+    """(mean, variance) of `x` over `axes` (variance with the mean subtracted first)."""
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "moments"):
+        mean = reduce_mean(x, axis=axes, keepdims=True)
+        variance = reduce_mean(mo.square(mo.subtract(x, mean)), axis=axes, keepdims=True)
+        if not keep:
+            mean = reshape(mean, _kept_shape(x, axes))
+            variance = reshape(variance, _kept_shape(x, axes))
+        return mean, variance
+
+
+def _kept_shape(x, axes):
+    axes = {int(a) % x.shape.ndims for a in (axes if isinstance(axes, (list, tuple)) else [axes])}
+    dims = shape_of(x)
+    kept = [gather(dims, [k]) for k in range(x.shape.ndims) if k not in axes]
+    return concat(kept, 0) if kept else []
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """x / keep_prob where a uniform draw is below keep_prob, else 0 (TF1's nn.dropout;
+    `rate` = 1 - keep_prob as in TF2's signature)."""
+    from .random_ops import random_uniform
+
+    if (keep_prob is None) == (rate is None):
+        raise ValueError("dropout: give exactly one of keep_prob and rate.")
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "dropout"):
+        keep = mo.cast(keep_prob if keep_prob is not None else 1.0 - rate, x.dtype)
+        draw_shape = noise_shape if noise_shape is not None else shape_of(x)
+        draw = random_uniform(draw_shape, dtype=x.dtype, seed=seed)
+        kept = mo.less(draw, keep)
+        return mo.where_v2(kept, mo.truediv(x, keep), zeros_like(x))

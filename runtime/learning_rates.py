@@ -1,0 +1,94 @@
+"""TF 1.x learning-rate schedules (`tf.train.exponential_decay`, ...), built from graph ops.
+
+Each returns a float32 tensor computed from `global_step` (cast to float32) as TensorFlow's
+Python function of the same name builds it, so it changes as the global step advances.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as _dtypes
+from ..ops import math_ops as mo
+from ..ops.builder import to_tensor
+
+
+def _floats(*values):
+    return [mo.cast(to_tensor(v), _dtypes.float32) for v in values]
+
+
+def _name_scope(name, default, global_step):
+    return to_tensor(global_step).graph.name_scope(name or default)
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """learning_rate * decay_rate ** (global_step / decay_steps) (the exponent floored when
+    `staircase`)."""
+    if global_step is None:
+        raise ValueError("global_step is required for exponential_decay.")
+    with _name_scope(name, "ExponentialDecay", global_step):
+        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
+        p = mo.truediv(step, steps)
+        if staircase:
+            p = mo.floor(p)
+        return mo.multiply(lr, mo.pow(rate, p))
+
+
+def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                       name=None):
+    """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
+    if global_step is None:
+        raise ValueError("global_step is required for inverse_time_decay.")
+    with _name_scope(name, "InverseTimeDecay", global_step):
+        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
+        p = mo.truediv(step, steps)
+        if staircase:
+            p = mo.floor(p)
+        return mo.truediv(lr, mo.add(mo.cast(1.0, _dtypes.float32), mo.multiply(rate, p)))
+
+
+def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
+    if global_step is None:
+        raise ValueError("global_step is required for natural_exp_decay.")
+    with _name_scope(name, "NaturalExpDecay", global_step):
+        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
+        p = mo.truediv(step, steps)
+        if staircase:
+            p = mo.floor(p)
+        return mo.multiply(lr, mo.exp(mo.negative(mo.multiply(rate, p))))
+
+
+def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
+                     power=1.0, cycle=False, name=None):
+    """(lr - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end; with `cycle`
+    decay_steps grows to the next multiple of itself past the step."""
+    if global_step is None:
+        raise ValueError("global_step is required for polynomial_decay.")
+    with _name_scope(name, "PolynomialDecay", global_step):
+        lr, step, steps, end, pw = _floats(learning_rate, global_step, decay_steps,
+                                           end_learning_rate, power)
+        one = mo.cast(1.0, _dtypes.float32)
+        if cycle:
+            multiplier = mo.where_v2(mo.equal(step, mo.cast(0.0, _dtypes.float32)), one,
+                                     mo.ceil(mo.truediv(step, steps)))
+            steps = mo.multiply(steps, multiplier)
+        else:
+            step = mo.minimum(step, steps)
+        fraction = mo.subtract(one, mo.truediv(step, steps))
+        return mo.add(mo.multiply(mo.subtract(lr, end), mo.pow(fraction, pw)), end)
+
+
+def piecewise_constant(x, boundaries, values, name=None):
+    """values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x <=
+    boundaries[i], values[-1] after the last boundary."""
+    if len(values) != len(boundaries) + 1:
+        raise ValueError(f"piecewise_constant: {len(values)} values for {len(boundaries)} "
+                         "boundaries; there must be one more value than boundaries.")
+    x = to_tensor(x)
+    with x.graph.name_scope(name or "PiecewiseConstant"):
+        result = to_tensor(values[-1])
+        for bound, value in zip(reversed(boundaries), reversed(values[:-1])):
+            below = mo.less_equal(x, mo.cast(to_tensor(bound), x.dtype))
+            result = mo.where_v2(below, mo.cast(to_tensor(value), result.dtype), result)
+        return result
