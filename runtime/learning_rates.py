@@ -19,44 +19,34 @@ def _name_scope(name, default, global_step):
     return to_tensor(global_step).graph.name_scope(name or default)
 
 
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * decay_rate ** (global_step / decay_steps) (the exponent floored when
-    `staircase`)."""
-    if global_step is None:
-        raise ValueError("global_step is required for exponential_decay.")
-    with _name_scope(name, "ExponentialDecay", global_step):
-        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
-        p = mo.truediv(step, steps)
-        if staircase:
-            p = mo.floor(p)
-        return mo.multiply(lr, mo.pow(rate, p))
+def _decay(kind, formula):
+    """A schedule lr * formula(decay_rate, p) (p = global_step / decay_steps, floored when
+    `staircase`), as TF1's exponential/inverse-time/natural-exp decays are built."""
+    def schedule(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                 name=None):
+        if global_step is None:
+            raise ValueError(f"global_step is required for {schedule.__name__}.")
+        with _name_scope(name, kind, global_step):
+            lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
+            p = mo.truediv(step, steps)
+            if staircase:
+                p = mo.floor(p)
+            return mo.multiply(lr, formula(rate, p))
+    return schedule
 
 
-def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                       name=None):
-    """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
-    if global_step is None:
-        raise ValueError("global_step is required for inverse_time_decay.")
-    with _name_scope(name, "InverseTimeDecay", global_step):
-        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
-        p = mo.truediv(step, steps)
-        if staircase:
-            p = mo.floor(p)
-        return mo.truediv(lr, mo.add(mo.cast(1.0, _dtypes.float32), mo.multiply(rate, p)))
-
-
-def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
-    if global_step is None:
-        raise ValueError("global_step is required for natural_exp_decay.")
-    with _name_scope(name, "NaturalExpDecay", global_step):
-        lr, step, steps, rate = _floats(learning_rate, global_step, decay_steps, decay_rate)
-        p = mo.truediv(step, steps)
-        if staircase:
-            p = mo.floor(p)
-        return mo.multiply(lr, mo.exp(mo.negative(mo.multiply(rate, p))))
+exponential_decay = _decay("ExponentialDecay", lambda rate, p: mo.pow(rate, p))
+exponential_decay.__name__ = "exponential_decay"
+exponential_decay.__doc__ = ("learning_rate * decay_rate ** (global_step / decay_steps) (the "
+                             "exponent floored when `staircase`).")
+inverse_time_decay = _decay("InverseTimeDecay", lambda rate, p: mo.reciprocal(
+    mo.add(mo.cast(1.0, _dtypes.float32), mo.multiply(rate, p))))
+inverse_time_decay.__name__ = "inverse_time_decay"
+inverse_time_decay.__doc__ = "learning_rate / (1 + decay_rate * global_step / decay_steps)."
+natural_exp_decay = _decay("NaturalExpDecay",
+                           lambda rate, p: mo.exp(mo.negative(mo.multiply(rate, p))))
+natural_exp_decay.__name__ = "natural_exp_decay"
+natural_exp_decay.__doc__ = "learning_rate * exp(-decay_rate * global_step / decay_steps)."
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
