@@ -41,7 +41,10 @@ graph over 20000 ops is reported as a graph break).
 `np.nonzero`, `np.unique`), functions and ufunc methods not listed below, and these forms of
 listed ones: `np.pad` modes that compute values (`maximum`, `minimum`, `mean`, `median`,
 `linear_ramp`, `reflect_type='odd'`), `np.conjugate` of complex numbers, `np.average` with
-traced weights, `np.cross` of 2-vectors, `np.einsum` with a repeated
+traced weights or `returned=True`, `np.linalg.norm` matrix norms other than `'fro'` and vector
+ords other than None/0/1/2/±inf, `np.pad` with per-axis `constant_values`, `np.inner` above
+2-D, `np.cross` with `axis=`, `reshape` with order `'F'`, reductions with `initial=` or `where=`, in-place arithmetic through a traced mask
+(`a[m] *= 2`; `a[m] = v` works), dict arguments, `np.cross` of 2-vectors, `np.einsum` with a repeated
 index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
 
 **Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's
