@@ -44,7 +44,7 @@ listed ones: `np.pad` modes that compute values (`maximum`, `minimum`, `mean`, `
 traced weights or `returned=True`, `np.linalg.norm` matrix norms other than `'fro'` and vector
 ords other than None/0/1/2/±inf, `np.pad` with per-axis `constant_values`, `np.inner` above
 2-D, `np.cross` with `axis=`, `reshape` with order `'F'`, reductions with `initial=` or `where=`, in-place arithmetic through a traced mask
-(`a[m] *= 2`; `a[m] = v` works), dict arguments, `np.cross` of 2-vectors, `np.einsum` with a repeated
+(`a[m] *= 2`; `a[m] = v` works), `np.reciprocal` of integers, dict arguments, `np.cross` of 2-vectors, `np.einsum` with a repeated
 index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
 
 **Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's
