@@ -238,19 +238,20 @@ def clip(a, a_min=None, a_max=None, out=None, **kwargs):
     if "min" in kwargs or "max" in kwargs:
         a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
     r = a
-    kind = np.dtype(_traced(a).dtype).kind if isinstance(a, TracedArray) else ""
-    if kind in "iu" and kind:
-        info = np.iinfo(_traced(a).dtype)
-        # a Python int outside the dtype's range bounds nothing (NumPy 2 clips to it)
-        if isinstance(a_min, int) and not isinstance(a_min, bool) and a_min <= info.min:
-            a_min = None
-        if isinstance(a_max, int) and not isinstance(a_max, bool) and a_max >= info.max:
-            a_max = None
+    if isinstance(a, TracedArray) and a.dtype.kind in "iu":
+        # a Python int beyond the dtype's range bounds nothing (NumPy 2 clips to it)
+        info = np.iinfo(a.dtype)
+        a_min = None if _python_int(a_min) and a_min <= info.min else a_min
+        a_max = None if _python_int(a_max) and a_max >= info.max else a_max
     if a_min is not None:
         r = call(np.maximum, (r, a_min))
     if a_max is not None:
         r = call(np.minimum, (r, a_max))
     return _finish(r if isinstance(r, TracedArray) else _traced(r), out)
+
+
+def _python_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _like(fill):

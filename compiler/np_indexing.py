@@ -124,13 +124,18 @@ def _dynamic_getitem(arr, key, traced):
     return wrap(tf.gather(t, wrapped, axis=pos))
 
 
+def _int_positions(key) -> list:
+    """Positions in `key` holding integer indices (not bools)."""
+    return [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))
+            and not isinstance(k, (bool, np.bool_))]
+
+
 def _mixed_getitem(arr, key, pos):
     """`arr[key]` with one traced index array at `pos` beside ints and slices: the basic
     indices first, then the gather (`x[idx, 1]` is `x[:, 1][idx]`). NumPy counts the ints
     as advanced indices too: when they are not next to the array, the gathered axes come
     first."""
-    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))
-            and not isinstance(k, (bool, np.bool_))]
+    ints = _int_positions(key)
     if any(not isinstance(k, slice) for i, k in enumerate(key) if i != pos and i not in ints):
         raise GraphBreak("a traced index array combined with indices other than ints and "
                          "slices")
@@ -294,8 +299,7 @@ def _mixed_setitem(arr, key, value, dtype) -> None:
     idx = as_tensor(key[pos])
     if np.dtype(idx.dtype.as_numpy_dtype).kind not in "iu":
         raise GraphBreak("assignment through a traced mask combined with other indices")
-    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))
-            and not isinstance(k, (bool, np.bool_))]
+    ints = _int_positions(key)
     if any(not isinstance(k, slice) for i, k in enumerate(key) if i != pos and i not in ints):
         raise GraphBreak("assignment through a traced index combined with indices other "
                          "than ints and slices")

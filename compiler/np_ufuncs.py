@@ -69,10 +69,6 @@ def _bits(logical, bitwise):
     return build
 
 
-def _binary_bits(name):
-    return lambda a, b: getattr(api().bitwise, name)(a, b)
-
-
 def _unary(name):
     return lambda x: getattr(api(), name)(x)
 
@@ -271,7 +267,8 @@ UFUNCS = {
     np.bitwise_and: _bits("logical_and", "bitwise_and"),
     np.bitwise_or: _bits("logical_or", "bitwise_or"),
     np.bitwise_xor: _bits("logical_xor", "bitwise_xor"), np.invert: _bits("logical_not", "invert"),
-    np.left_shift: _binary_bits("left_shift"), np.right_shift: _binary_bits("right_shift"),
+    np.left_shift: lambda a, b: api().bitwise.left_shift(a, b),
+    np.right_shift: lambda a, b: api().bitwise.right_shift(a, b),
     np.negative: _unary("negative"), np.positive: lambda x: x, np.absolute: _unary("abs"),
     np.sqrt: _float_only(_unary("sqrt")), np.square: _unary("square"),
     np.reciprocal: _float_only(_unary("reciprocal")),
