@@ -34,7 +34,7 @@ import threading
 from ...compiler.ir import Program
 from . import cache, native   # native now, not at the first hit: code and key must agree
 from .blas_threads import single_threaded_blas
-from .matmul_code import split_blocks
+from .matmul_code import gemm_mode, split_blocks
 
 log = logging.getLogger("flowjit.cache")
 
@@ -79,7 +79,8 @@ def build_cached(program: Program, make_source) -> tuple:
     """The kernel for `program` and its source, from the in-memory or disk cache when
     possible; `make_source()` generates the source on a miss."""
     material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI,
-                                            "split_blocks": split_blocks()})
+                                            "split_blocks": split_blocks(),
+                                            "gemm": gemm_mode()})
     key = cache.key_of(material)
     hit = _built.get(key)
     if hit is not None:

@@ -47,6 +47,15 @@ def split_blocks() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def gemm_mode() -> str:
+    """"own" (the default) or "blas" (FLOWJIT_GEMM=blas: every product through scipy's
+    BLAS, for comparison or for a BLAS faster than this kernel); part of the cache key."""
+    mode = os.environ.get("FLOWJIT_GEMM", "own").strip().lower() or "own"
+    if mode not in ("own", "blas"):
+        raise ValueError(f"FLOWJIT_GEMM={mode!r}: expected 'own' or 'blas'")
+    return mode
+
+
 def matmul_lines(gen, node) -> list:
     """Statements computing MATMUL `node` into its buffer (allocated here)."""
     if len(node.shape) == 3:
@@ -59,7 +68,7 @@ def matmul_lines(gen, node) -> list:
     out = gen.buffers[id(node)]
     a_t = f"{a}.T" if ta else a
     b_t = f"{b}.T" if tb else b
-    single = [f"np.dot({a_t}, {b_t}, {out})"]
+    single = [f"matmul_into({a_t}, {b_t}, {out})"]
     m, n = node.shape
     k = node.inputs[0].shape[0 if ta else 1]
     dims = (m, n, k)
@@ -90,7 +99,7 @@ def _batched_lines(gen, node) -> list:
     out = gen.buffers[id(node)]
     a_i = f"{a}[bi]" if len(a_node.shape) == 3 else a
     b_i = f"{b}[bi]" if len(b_node.shape) == 3 else b
-    call = f"np.dot({a_i}{'.T' if ta else ''}, {b_i}{'.T' if tb else ''}, {out}[bi])"
+    call = f"matmul_into({a_i}{'.T' if ta else ''}, {b_i}{'.T' if tb else ''}, {out}[bi])"
     count, m, n = (gen.size_text(d) for d in node.shape)
     k = gen.size_text(a_node.shape[-2 if ta else -1])
     work = f"{count} * {m} * {n} * {k}"
@@ -126,7 +135,7 @@ def _row_split(gen, a, b_t, out, m, ta) -> list:
         f"    lo = blk * {m} // {blocks}",
         f"    hi = (blk + 1) * {m} // {blocks}",
         "    if hi > lo:",
-        f"        np.dot({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
+        f"        matmul_into({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
     ]
 
 
@@ -149,7 +158,7 @@ def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
         f"    lo = blk * {k} // {blocks}",
         f"    hi = (blk + 1) * {k} // {blocks}",
         "    if hi > lo:",
-        f"        np.dot({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
+        f"        matmul_into({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
         "    else:",
         f"        for i0 in range({m}):",
         f"            for i1 in range({n}):",

@@ -1,0 +1,160 @@
+"""`gemm(a, b, c)`: c = a @ b for float32/float64 2-D arrays, with flowjit's own micro-kernel.
+
+The classic blocked algorithm (Goto and van de Geijn's; BLIS's loop order), serial: kernels
+split large products across their threads themselves (matmul_code.py), so each call here
+runs on the calling thread.
+
+    for each KC-slice of the reduction axis:
+        pack b's KC rows into NR-wide column panels           (Bp: KC x N, padded)
+        for each MC-block of a's rows:
+            pack a's block into MR-tall row panels            (Ap: MC x KC, padded)
+            for each B panel, for each A panel: one micro-kernel call (gemm_ukernel.py)
+
+Packing copies every element of a and b once and puts each micro-kernel's operands in the
+order it reads them; ragged edges are zero-padded in the panels and their tiles go through
+a small scratch tile, so the micro-kernel only ever computes full MR x NR tiles.  Any
+strides are accepted for a and b (a transposed view packs as fast as a copy of it); c
+must have contiguous rows (the kernels' output buffers do), else a private buffer is
+computed and copied in.  Sums run in a fixed order per element: k ascending within a
+KC-slice, slices accumulated in order, so results are deterministic.
+
+Why not BLAS here: scipy's OpenBLAS picks its kernel from OPENBLAS_CORETYPE, and on machines
+where that pins it to an older core (this project's machines set Haswell, for the sake of
+older OpenBLAS builds) its AVX2 kernel reaches about half of an AVX-512 core.  Which one a
+kernel uses is decided by `use_own_gemm()` (matmul_code.py), part of the cache key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numba.extending import overload
+
+from .gemm_ukernel import tile_shape, ukernel
+from .matmul_code import gemm_mode
+
+KC = 256     # reduction slice: a B micro-panel (KC x NR) stays in L1 while A panels stream
+MC = 144     # rows of a per block: Ap (MC x KC) stays in L2
+_JIT = dict(boundscheck=False, nogil=True, error_model="numpy")
+
+
+def _make(dtype_name: str):
+    mr, nr = tile_shape(dtype_name)
+    dtype = np.dtype(dtype_name)
+
+    @njit(**_JIT)
+    def pack_b(b, p0, kc, bp):
+        """bp[jp*kc*NR + k*NR + j] = b[p0 + k, jp*NR + j], zero beyond b's columns."""
+        n = b.shape[1]
+        full = n // nr
+        for k in range(kc):
+            src = b[p0 + k]
+            for jp in range(full):
+                dst = bp[jp * kc * nr + k * nr:]
+                part = src[jp * nr:]
+                for j in range(nr):
+                    dst[j] = part[j]
+            if full * nr < n:
+                dst = bp[full * kc * nr + k * nr:]
+                part = src[full * nr:]
+                width = n - full * nr
+                for j in range(nr):
+                    dst[j] = part[j] if j < width else 0
+
+    @njit(**_JIT)
+    def pack_a(a, i0, mc, p0, kc, ap):
+        """ap[ip*kc*MR + k*MR + r] = a[i0 + ip*MR + r, p0 + k], zero beyond the block."""
+        panels = (mc + mr - 1) // mr
+        for ip in range(panels):
+            r0 = i0 + ip * mr
+            height = min(mr, i0 + mc - r0)
+            for k in range(kc):
+                dst = ap[ip * kc * mr + k * mr:]
+                for r in range(mr):
+                    dst[r] = a[r0 + r, p0 + k] if r < height else 0
+
+    @njit(**_JIT)
+    def gemm_rows(a, b, c):
+        m, depth = a.shape
+        n = b.shape[1]
+        ldc = c.strides[0] // c.itemsize
+        col_panels = (n + nr - 1) // nr
+        bp = np.empty(col_panels * nr * min(KC, max(depth, 1)), dtype)
+        ap = np.empty(((min(MC, m) + mr - 1) // mr) * mr * min(KC, max(depth, 1)), dtype)
+        tile = np.empty(mr * nr, dtype)
+        if depth == 0:
+            for i in range(m):
+                for j in range(n):
+                    c[i, j] = 0
+        for p0 in range(0, depth, KC):
+            kc = min(KC, depth - p0)
+            accumulate = 1 if p0 > 0 else 0
+            pack_b(b, p0, kc, bp)
+            for i0 in range(0, m, MC):
+                mc = min(MC, m - i0)
+                pack_a(a, i0, mc, p0, kc, ap)
+                for jp in range(col_panels):
+                    j0 = jp * nr
+                    width = min(nr, n - j0)
+                    for ip in range((mc + mr - 1) // mr):
+                        r0 = i0 + ip * mr
+                        height = min(mr, m - r0)
+                        a_off, b_off = ip * kc * mr, jp * kc * nr
+                        if height == mr and width == nr:
+                            ukernel(kc, ap, a_off, bp, b_off, c, r0 * ldc + j0, ldc,
+                                    accumulate)
+                            continue
+                        ukernel(kc, ap, a_off, bp, b_off, tile, 0, nr, 0)
+                        for r in range(height):
+                            for j in range(width):
+                                if accumulate:
+                                    c[r0 + r, j0 + j] += tile[r * nr + j]
+                                else:
+                                    c[r0 + r, j0 + j] = tile[r * nr + j]
+
+    @njit(**_JIT)
+    def gemm(a, b, c):
+        if c.shape[0] == 0 or c.shape[1] == 0:
+            return
+        if c.shape[1] == 1 or c.strides[1] == c.itemsize:
+            gemm_rows(a, b, c)
+        else:
+            tmp = np.empty(c.shape, dtype)
+            gemm_rows(a, b, tmp)
+            c[:, :] = tmp
+
+    return gemm
+
+
+GEMMS = {name: _make(name) for name in ("float32", "float64")}
+
+
+_MODE = gemm_mode()
+
+
+def matmul_into(a, b, out):
+    """out[...] = a @ b for 2-D arrays (generated kernels call this for every product)."""
+    np.dot(a, b, out)
+
+
+@overload(matmul_into, jit_options=_JIT)
+def _matmul_into(a, b, out):
+    name = str(out.dtype)
+    if _MODE == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
+        gemm = GEMMS[name]
+        # Products narrower than half a micro-tile would compute mostly padding (the
+        # N = 8 products of the W5 step: 1.5 ms in BLAS, 3.5 ms here): BLAS takes those.
+        narrow = tile_shape(name)[1] // 2
+
+        def own(a, b, out):
+            if out.shape[1] >= narrow:
+                gemm(a, b, out)
+            else:
+                np.dot(a, b, out)
+
+        return own
+
+    def blas(a, b, out):
+        np.dot(a, b, out)
+
+    return blas

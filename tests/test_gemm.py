@@ -1,0 +1,117 @@
+"""flowjit's own GEMM (targets/cpu/gemm.py, gemm_ukernel.py) against NumPy in float64.
+
+Shapes are drawn to cross every edge of the blocking: rows beyond one MC block and not a
+multiple of MR, columns not a multiple of NR (and below half a tile, where BLAS takes
+over), reduction lengths of 0, 1 and beyond one KC slice, and transposed or strided
+operands and outputs.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+import flowjit as tf
+from flowjit.targets.cpu import gemm as gemm_module
+from flowjit.targets.cpu.gemm import GEMMS, KC, MC, matmul_into
+from flowjit.targets.cpu.gemm_ukernel import tile_shape
+from flowjit.targets.cpu.matmul_code import gemm_mode
+
+TOL = {"float32": 2e-5, "float64": 1e-12}
+
+
+@njit
+def _matmul_into(a, b, out):
+    matmul_into(a, b, out)
+
+
+def _check(a, b, out):
+    reference = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + 1.0
+    worst = np.max(np.abs(out - reference) / scale) if out.size else 0.0
+    assert worst <= TOL[out.dtype.name], (a.shape, b.shape, out.dtype, worst)
+
+
+dims = st.sampled_from([1, 2, 3, 7, 8, 9, 13, 23, 24, 47, 49, 97, 145, 151])
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=dims, n=dims, k=st.sampled_from([0, 1, 5, 31, 255, 257, 300]),
+       dtype=st.sampled_from(["float32", "float64"]),
+       transposed=st.sampled_from([(False, False), (True, False), (False, True), (True, True)]),
+       seed=st.integers(0, 2**16))
+def test_gemm_matches_numpy_on_drawn_shapes_and_layouts(m, n, k, dtype, transposed, seed):
+    rng = np.random.default_rng(seed)
+    ta, tb = transposed
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    a, b = (a.T if ta else a), (b.T if tb else b)
+    out = np.full((m, n), np.nan, dtype)
+    GEMMS[dtype](a, b, out)
+    _check(a, b, out)
+    via = np.full((m, n), np.nan, dtype)      # the entry kernels call (BLAS for narrow n)
+    _matmul_into(a, b, via)
+    _check(a, b, via)
+
+
+def test_blocking_edges_are_covered_by_the_drawn_sizes():
+    mr, nr = tile_shape("float32")
+    assert 151 > MC and 151 % mr and 49 % nr and 300 > KC and 23 < nr // 2 <= 24
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_strided_output_and_sliced_operands(dtype):
+    rng = np.random.default_rng(1)
+    big_a = rng.standard_normal((90, 400)).astype(dtype)
+    a = big_a[5:85:2, 3:303]                       # rows strided, not contiguous
+    b = rng.standard_normal((300, 70)).astype(dtype)[:, ::2]
+    frame = np.zeros((40, 60), dtype)
+    window = frame[:, 12:47]                       # contiguous rows, row stride 60
+    GEMMS[dtype](a, b, window)
+    _check(a, b, window)
+    assert not frame[:, :12].any() and not frame[:, 47:].any()
+    columns = np.zeros((35, 40), dtype).T          # column-strided output: via a copy
+    GEMMS[dtype](a, b, columns)
+    _check(a, b, columns)
+
+
+def test_special_values_propagate_as_in_numpy():
+    a = np.ones((30, 40), np.float32)
+    b = np.ones((40, 50), np.float32)
+    a[3, 7] = np.nan
+    b[5, 9] = np.inf
+    out = np.empty((30, 50), np.float32)
+    GEMMS["float32"](a, b, out)
+    expected = a @ b
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    np.testing.assert_array_equal(out[~np.isnan(expected)], expected[~np.isnan(expected)])
+
+
+def test_micro_kernel_is_vector_fma_code():
+    asm = "\n".join(GEMMS["float32"].inspect_asm().values())
+    assert "vfmadd231ps" in asm
+    assert "zmm" in asm or "ymm" in asm
+    assert "flowjit_gemm_ukernel_float32" in "\n".join(GEMMS["float32"].inspect_llvm().values())
+
+
+def test_jit_products_use_the_own_gemm_and_match_numpy():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 130)).astype(np.float32)
+    bias = rng.standard_normal(130).astype(np.float32)
+    f = tf.jit(lambda a, b, bias: tf.nn.relu(tf.matmul(a, b) + bias))
+    expected = np.maximum(a.astype(np.float64) @ b + bias, 0)
+    np.testing.assert_allclose(f(a, b, bias), expected, rtol=1e-4, atol=1e-4)
+    assert "matmul_into(" in f.lower(a, b, bias).source
+
+
+def test_gemm_mode_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("FLOWJIT_GEMM", raising=False)
+    assert gemm_mode() == "own"
+    monkeypatch.setenv("FLOWJIT_GEMM", "BLAS")
+    assert gemm_mode() == "blas"
+    monkeypatch.setenv("FLOWJIT_GEMM", "mkl")
+    with pytest.raises(ValueError, match="FLOWJIT_GEMM"):
+        gemm_mode()
+    assert gemm_module.GEMMS.keys() == {"float32", "float64"}
