@@ -14,8 +14,8 @@ from numba import njit
 
 import flowjit as tf
 from flowjit.targets.cpu import gemm as gemm_module
-from flowjit.targets.cpu.gemm import GEMMS, KC, MC, matmul_into
-from flowjit.targets.cpu.gemm_ukernel import tile_shape
+from flowjit.targets.cpu.gemm import GEMMS, KC, MC, gemm_parallel, matmul_into
+from flowjit.targets.cpu.gemm_tiles import tile_shape
 from flowjit.targets.cpu.matmul_code import gemm_mode
 
 TOL = {"float32": 2e-5, "float64": 1e-12}
@@ -24,6 +24,11 @@ TOL = {"float32": 2e-5, "float64": 1e-12}
 @njit
 def _matmul_into(a, b, out):
     matmul_into(a, b, out)
+
+
+@njit
+def _gemm_parallel(a, b, out):
+    gemm_parallel(a, b, out, 2)
 
 
 def _check(a, b, out):
@@ -50,9 +55,24 @@ def test_gemm_matches_numpy_on_drawn_shapes_and_layouts(m, n, k, dtype, transpos
     out = np.full((m, n), np.nan, dtype)
     GEMMS[dtype](a, b, out)
     _check(a, b, out)
-    via = np.full((m, n), np.nan, dtype)      # the entry kernels call (BLAS for narrow n)
+    via = np.full((m, n), np.nan, dtype)      # batched products' entry (BLAS for narrow n)
     _matmul_into(a, b, via)
     _check(a, b, via)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.sampled_from([1, 9, 33, 150, 301]), n=st.sampled_from([24, 25, 97, 200, 481]),
+       k=st.sampled_from([1, 64, 300]), dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2**16))
+def test_threaded_gemm_splits_rows_or_columns_and_matches_numpy(m, n, k, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    out = np.full((m, n), np.nan, dtype)
+    _gemm_parallel(a, b, out)          # m < n splits columns, m >= n rows (when large)
+    _check(a, b, out)
+    _gemm_parallel(a.T.copy().T, b, out)
+    _check(a, b, out)
 
 
 def test_blocking_edges_are_covered_by_the_drawn_sizes():
@@ -103,7 +123,7 @@ def test_jit_products_use_the_own_gemm_and_match_numpy():
     f = tf.jit(lambda a, b, bias: tf.nn.relu(tf.matmul(a, b) + bias))
     expected = np.maximum(a.astype(np.float64) @ b + bias, 0)
     np.testing.assert_allclose(f(a, b, bias), expected, rtol=1e-4, atol=1e-4)
-    assert "matmul_into(" in f.lower(a, b, bias).source
+    assert "gemm_parallel(" in f.lower(a, b, bias).source
 
 
 def test_gemm_mode_reads_the_environment(monkeypatch):

@@ -74,7 +74,7 @@ def test_generated_source_splits_rows_and_reductions():
     assert "np.ascontiguousarray(" in source  # a.T @ b.T: transpose copied, rows split
     assert f">= {matmul_code.SPLIT_MIN_WORK}:" in source  # generic sizes: decided at run time
     small = products_exact.lower(*_operands(9, 7, 5, np.float32)).source
-    assert "prange(" not in small and "matmul_into(" in small  # exact and small: one call
+    assert "prange(" not in small and "np.dot(" in small  # exact, small and narrow: one BLAS call
 
 
 def test_blas_threads_come_back_after_a_burst_of_calls(monkeypatch):
@@ -129,4 +129,4 @@ def test_gram_products_compute_one_triangle():
     a = RNG.standard_normal((300, 200))
     source = grams.lower(a, a).source
     assert source.count("gram_rows(") == 2          # a @ a.T and a.T @ a, not a @ b.T
-    assert "matmul_into(in0[lo:hi], in1.T" in source    # a @ b.T: the ordinary row split
+    assert "gemm_parallel(in0, in1.T" in source    # a @ b.T: flowjit's GEMM, split in it

@@ -27,15 +27,33 @@ kernel uses is decided by `use_own_gemm()` (matmul_code.py), part of the cache k
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-from numba.extending import overload
+from numba import njit, prange
+from numba import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload
 
-from .gemm_ukernel import tile_shape, ukernel
-from .matmul_code import gemm_mode
+from .gemm_tiles import narrow_columns, tile_shape
+from .gemm_ukernel import ukernel
+from .matmul_code import SPLIT_MIN_WORK, gemm_mode
 
 KC = 256     # reduction slice: a B micro-panel (KC x NR) stays in L1 while A panels stream
 MC = 144     # rows of a per block: Ap (MC x KC) stays in L2
 _JIT = dict(boundscheck=False, nogil=True, error_model="numpy")
+
+
+@intrinsic
+def _any_layout(typingctx, x):
+    """x as a writable 2-D array of layout 'A' (the same data model: a retyped borrow), so
+    that one compiled gemm per dtype serves every operand layout and read-only flag (each
+    combination would otherwise compile the packing loops again, 2-3 s each)."""
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        return None
+    target = types.Array(x.dtype, 2, "A")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, target, args[0])
+
+    return target(x), codegen
 
 
 def _make(dtype_name: str):
@@ -118,15 +136,70 @@ def _make(dtype_name: str):
             return
         if c.shape[1] == 1 or c.strides[1] == c.itemsize:
             gemm_rows(a, b, c)
-        else:
-            tmp = np.empty(c.shape, dtype)
-            gemm_rows(a, b, tmp)
-            c[:, :] = tmp
+            return
+        tmp = _any_layout(np.empty(c.shape, dtype))   # one specialization of gemm_rows
+        gemm_rows(a, b, tmp)
+        for i in range(c.shape[0]):
+            for j in range(c.shape[1]):
+                c[i, j] = tmp[i, j]
 
     return gemm
 
 
+def _make_parallel(gemm, nr: int):
+    from .build import PRANGE_ONLY
+
+    @njit(parallel=PRANGE_ONLY, **_JIT)
+    def gemm_split(a, b, c, blocks):
+        """c = a @ b in `blocks` parallel parts: blocks of c's rows (each packs all of b),
+        or of its columns when c has fewer rows than columns (each packs its own share of
+        b: x.T @ dz of the W5 step, 32 x 1024, packs nothing twice).  `blocks` comes from
+        the generated code (matmul_code.split_blocks(), part of the cache key), not from
+        numba.get_num_threads(), whose threading-layer symbol cached object code lacks."""
+        m, n = c.shape
+        depth = a.shape[1]
+        if blocks == 1 or m * n * depth < SPLIT_MIN_WORK:
+            gemm(a, b, c)
+            return
+        if m >= n:
+            for blk in prange(blocks):
+                lo = blk * m // blocks
+                hi = (blk + 1) * m // blocks
+                if hi > lo:
+                    gemm(a[lo:hi], b, c[lo:hi])
+        else:
+            panels = (n + nr - 1) // nr
+            for blk in prange(blocks):
+                lo = min(n, (blk * panels // blocks) * nr)
+                hi = min(n, ((blk + 1) * panels // blocks) * nr)
+                if hi > lo:
+                    gemm(a, b[:, lo:hi], c[:, lo:hi])
+
+    return gemm_split
+
+
 GEMMS = {name: _make(name) for name in ("float32", "float64")}
+_SPLIT = {name: _make_parallel(GEMMS[name], tile_shape(name)[1]) for name in GEMMS}
+
+
+def gemm_parallel(a, b, out, blocks):
+    """out[...] = a @ b for 2-D float arrays, in `blocks` parts on numba's threads (kernels call
+    this at their top level, never inside a prange loop, so that the GEMM's code is linked
+    into a kernel once rather than into each of its parallel regions)."""
+    np.dot(a, b, out)
+
+
+@overload(gemm_parallel, jit_options=_JIT, inline="always")
+def _gemm_parallel(a, b, out, blocks):
+    name = str(out.dtype)
+    if name not in _SPLIT or not a.dtype == b.dtype == out.dtype:
+        return None
+    split = _SPLIT[name]
+
+    def impl(a, b, out, blocks):
+        split(_any_layout(a), _any_layout(b), _any_layout(out), blocks)
+
+    return impl
 
 
 _MODE = gemm_mode()
@@ -137,18 +210,16 @@ def matmul_into(a, b, out):
     np.dot(a, b, out)
 
 
-@overload(matmul_into, jit_options=_JIT)
+@overload(matmul_into, jit_options=_JIT, inline="always")
 def _matmul_into(a, b, out):
     name = str(out.dtype)
     if _MODE == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
         gemm = GEMMS[name]
-        # Products narrower than half a micro-tile would compute mostly padding (the
-        # N = 8 products of the W5 step: 1.5 ms in BLAS, 3.5 ms here): BLAS takes those.
-        narrow = tile_shape(name)[1] // 2
+        narrow = narrow_columns(name)
 
         def own(a, b, out):
             if out.shape[1] >= narrow:
-                gemm(a, b, out)
+                gemm(_any_layout(a), _any_layout(b), _any_layout(out))
             else:
                 np.dot(a, b, out)
 

@@ -14,11 +14,9 @@ numba's loop vectorizer cannot produce this from scalar code: a small local accu
 array is never promoted to registers.
 
 The function is defined once per LLVM module (internal linkage) by the intrinsic's code
-generator, so cached object code carries it and needs no extra symbol.  Shapes per dtype
-(`TILE`): 8 rows x 3 vectors, 24 of AVX-512's 32 vector registers for accumulators (tried on
-this machine's Zen 5, one thread, 1024^3 float32: 12x2 134, 14x2 152, 6x4 146, 8x3 149
-GFLOP/s; OpenBLAS's Haswell kernel 110-118).  `LANES` is 64 bytes of the element type; on a
-CPU without AVX-512 LLVM splits each vector into halves, which is correct, only slower.
+generator, so cached object code carries it and needs no extra symbol.  Tile shapes are in
+gemm_tiles.py; a vector is 64 bytes of the element type, and on a CPU without AVX-512 LLVM
+splits each vector into halves, which is correct, only slower.
 """
 
 from __future__ import annotations
@@ -28,20 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-VECTOR_BYTES = 64
-TILE = {"float32": (8, 3), "float64": (8, 3)}   # (MR rows, NV vectors per row)
-
-
-def lanes(dtype_name: str) -> int:
-    """Elements of `dtype_name` in one vector."""
-    return VECTOR_BYTES // {"float32": 4, "float64": 8}[dtype_name]
-
-
-def tile_shape(dtype_name: str) -> tuple:
-    """(MR, NR) of the micro-kernel for `dtype_name`."""
-    mr, nv = TILE[dtype_name]
-    return mr, nv * lanes(dtype_name)
-
+from .gemm_tiles import TILE, lanes
 
 def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
     mr, nv = TILE[dtype_name]
@@ -55,6 +40,7 @@ def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64, ptr, ptr, ptr, i64, i64]),
                      name)
     fn.linkage = "internal"
+    fn.attributes.add("noinline")   # two call sites; inlining them only grows every kernel
     kc, ap, bp, cp, ldc, accumulate = fn.args
     entry, loop, store = (fn.append_basic_block(n) for n in ("entry", "loop", "store"))
     bits = 32 if dtype_name == "float32" else 64

@@ -28,6 +28,7 @@ import os
 import numpy as np
 
 from ...compiler import ir
+from .gemm_tiles import narrow_columns
 from .gram_code import gram_lines, is_gram
 
 SPLIT_MIN_WORK = 1 << 19     # multiply-adds: below this one BLAS call on one thread is best
@@ -68,23 +69,40 @@ def matmul_lines(gen, node) -> list:
     out = gen.buffers[id(node)]
     a_t = f"{a}.T" if ta else a
     b_t = f"{b}.T" if tb else b
-    single = [f"matmul_into({a_t}, {b_t}, {out})"]
+    m, n = node.shape
+    narrow = narrow_columns(node.dtype.np_dtype.name) if gemm_mode() == "own" else 0
+    if narrow and not is_gram(node):
+        # flowjit's GEMM (gemm.py), which splits the product across the threads itself;
+        # products narrower than half its tile go to BLAS, split here
+        own = [f"gemm_parallel({a_t}, {b_t}, {out}, {split_blocks()})"]
+        if ir.is_const(n):
+            return lines + (own if n.attr >= narrow else _blas_lines(gen, node, a, b, out))
+        return (lines + [f"if {gen.size_text(n)} >= {narrow}:"] + ["    " + s for s in own]
+                + ["else:"] + ["    " + s for s in _blas_lines(gen, node, a, b, out)])
+    return lines + _blas_lines(gen, node, a, b, out)
+
+
+def _blas_lines(gen, node, a, b, out) -> list:
+    """The product through BLAS: one call, or one single-threaded call per block."""
+    ta, tb = node.attr
+    a_t = f"{a}.T" if ta else a
+    b_t = f"{b}.T" if tb else b
+    single = [f"np.dot({a_t}, {b_t}, {out})"]
     m, n = node.shape
     k = node.inputs[0].shape[0 if ta else 1]
     dims = (m, n, k)
     if all(ir.is_const(d) for d in dims):
         if int(np.prod([d.attr for d in dims], dtype=np.int64)) < SPLIT_MIN_WORK:
-            return lines + single
+            return single
         if is_gram(node):
-            return lines + gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
-        split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
-        return lines + split
+            return gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
+        return _split_lines(gen, node, a, b_t, out, ta, tb, dims)
     work = " * ".join(gen.size_text(d) for d in dims)
     if is_gram(node):   # a @ a.T or a.T @ a: one triangle, mirrored (gram_code.py)
         split = gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
     else:
         split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
-    return (lines + [f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
+    return ([f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
             + ["else:"] + ["    " + s for s in single])
 
 
@@ -135,7 +153,7 @@ def _row_split(gen, a, b_t, out, m, ta) -> list:
         f"    lo = blk * {m} // {blocks}",
         f"    hi = (blk + 1) * {m} // {blocks}",
         "    if hi > lo:",
-        f"        matmul_into({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
+        f"        np.dot({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
     ]
 
 
@@ -158,7 +176,7 @@ def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
         f"    lo = blk * {k} // {blocks}",
         f"    hi = (blk + 1) * {k} // {blocks}",
         "    if hi > lo:",
-        f"        matmul_into({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
+        f"        np.dot({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
         "    else:",
         f"        for i0 in range({m}):",
         f"            for i1 in range({n}):",

@@ -1,0 +1,32 @@
+"""Tile shapes of flowjit's GEMM micro-kernel (gemm_ukernel.py), importable without numba.
+
+The code generator needs them to decide which products the kernel takes (a product
+narrower than half a tile goes to BLAS) and how to chunk rows; the micro-kernel builds its
+vectors from them.  Shapes per dtype: 8 rows x 3 vectors, 24 of AVX-512's 32 vector
+registers for accumulators (tried on this machine's Zen 5, one thread, 1024^3 float32:
+12x2 134, 14x2 152, 6x4 146, 8x3 149 GFLOP/s; OpenBLAS's Haswell kernel 110-118).
+"""
+
+from __future__ import annotations
+
+VECTOR_BYTES = 64
+TILE = {"float32": (8, 3), "float64": (8, 3)}   # (MR rows, NV vectors per row)
+
+
+def lanes(dtype_name: str) -> int:
+    """Elements of `dtype_name` in one vector."""
+    return VECTOR_BYTES // {"float32": 4, "float64": 8}[dtype_name]
+
+
+def tile_shape(dtype_name: str) -> tuple:
+    """(MR, NR) of the micro-kernel for `dtype_name`."""
+    mr, nv = TILE[dtype_name]
+    return mr, nv * lanes(dtype_name)
+
+
+def narrow_columns(dtype_name: str) -> int:
+    """Products with fewer output columns than this compute mostly padding in the
+    micro-kernel (the N = 8 products of the W5 step: 1.5 ms in BLAS, 3.5 ms here), so BLAS
+    takes them; 0 for dtypes the kernel does not handle (everything goes to BLAS)."""
+    return tile_shape(dtype_name)[1] // 2 if dtype_name in TILE else 0
+
