@@ -65,18 +65,29 @@ def column_reduce_code(gen, group) -> list:
     idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
 
     def nest(parallel):
+        out = [f"for t0 in {'prange' if parallel else 'range'}({nparts} * {nblocks}):",
+               f"    b0 = t0 // {nblocks}",
+               f"    c0 = (t0 - b0 * {nblocks}) * {COL_BLOCK}"]
+        # One block spans the whole axis in most reductions (up to COL_BLOCK columns): a
+        # loop from 0 there, as LLVM vectorizes a loop starting at c0 badly (a 4096x1024
+        # float32 column sum: 1.2-1.5 ms from c0, 0.15 ms from 0, measured).
+        whole, blocked = (rows_and_columns(f"range({cols})", "        "),
+                          rows_and_columns(f"range(c0, min({cols}, c0 + {COL_BLOCK}))",
+                                           "        "))
+        hoisted = whole[0] + blocked[0]
+        return (hoisted + out + [f"    if {nblocks} == 1:"] + whole[1]
+                + ["    else:"] + blocked[1])
+
+    def rows_and_columns(column_range: str, indent: str):
         em = gen.emitter([ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + order)
         value = em.value(body)
-        out = em.take(0)
-        out += [f"for t0 in {'prange' if parallel else 'range'}({nparts} * {nblocks}):",
-                f"    b0 = t0 // {nblocks}",
-                f"    c0 = (t0 - b0 * {nblocks}) * {COL_BLOCK}"]
-        indent = "    "
+        head = em.take(0)
+        out = []
         loops = [(f"i{k}", f"range({gen.size_text(group.outer[k])})") for k in range(p - 1)]
         loops.append(("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))"))
         loops += [(f"r{k}", f"range({gen.size_text(d)})")
                   for k, d in enumerate(m.rshape) if k > 0]
-        loops.append((f"i{p - 1}", f"range(c0, min({cols}, c0 + {COL_BLOCK}))"))
+        loops.append((f"i{p - 1}", column_range))
         for level, (name, rng) in enumerate(loops, start=2):
             out.append(f"{indent}for {name} in {rng}:")
             indent += "    "
@@ -85,7 +96,7 @@ def column_reduce_code(gen, group) -> list:
         step = scalar_code.reduce_step(m.attr, "cur", value, "0", body.dtype)
         out += [indent + f"cur = {acc}"] + [indent + s for s in step] + \
             [indent + f"{acc} = cur"]
-        return out
+        return head, out
 
     combine = [f"if {nparts} > 1:", f"    {buf}[...] = {part}[0]",
                f"for b0 in range(1, {nparts}):"]
