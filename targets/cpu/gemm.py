@@ -38,6 +38,7 @@ from .matmul_code import SPLIT_MIN_WORK, gemm_mode
 
 KC = 256     # reduction slice: a B micro-panel (KC x NR) stays in L1 while A panels stream
 MC = 144     # rows of a per block: Ap (MC x KC) stays in L2
+DIRECT_ROWS = 4  # row panels of a up to which b is read in place, not packed
 _JIT = dict(boundscheck=False, nogil=True, error_model="numpy")
 
 
@@ -61,13 +62,14 @@ def _make(dtype_name: str):
     dtype = np.dtype(dtype_name)
 
     @njit(**_JIT)
-    def pack_b(b, p0, kc, bp):
-        """bp[jp*kc*NR + k*NR + j] = b[p0 + k, jp*NR + j], zero beyond b's columns."""
+    def pack_b(b, p0, kc, bp, first):
+        """bp[jp*kc*NR + k*NR + j] = b[p0 + k, jp*NR + j] for panels jp >= first, zero
+        beyond b's columns."""
         n = b.shape[1]
         full = n // nr
         for k in range(kc):
             src = b[p0 + k]
-            for jp in range(full):
+            for jp in range(first, full):
                 dst = bp[jp * kc * nr + k * nr:]
                 part = src[jp * nr:]
                 for j in range(nr):
@@ -100,6 +102,13 @@ def _make(dtype_name: str):
         bp = np.empty(col_panels * nr * min(KC, max(depth, 1)), dtype)
         ap = np.empty(((min(MC, m) + mr - 1) // mr) * mr * min(KC, max(depth, 1)), dtype)
         tile = np.empty(mr * nr, dtype)
+        # Few rows of a: each B panel serves only a few micro-kernel calls, so full panels
+        # are read where they lie (rows ldb apart) instead of being copied first; only the
+        # ragged last panel is packed (x.T @ dz of the W5 step packs none of dz's 16 MB)
+        ldb = b.strides[0] // b.itemsize
+        direct = (m <= DIRECT_ROWS * mr and b.strides[1] == b.itemsize and ldb > 0
+                  and ldb * b.itemsize == b.strides[0])
+        first = n // nr if direct else 0
         if depth == 0:
             for i in range(m):
                 for j in range(n):
@@ -107,7 +116,7 @@ def _make(dtype_name: str):
         for p0 in range(0, depth, KC):
             kc = min(KC, depth - p0)
             accumulate = 1 if p0 > 0 else 0
-            pack_b(b, p0, kc, bp)
+            pack_b(b, p0, kc, bp, first)
             for i0 in range(0, m, MC):
                 mc = min(MC, m - i0)
                 pack_a(a, i0, mc, p0, kc, ap)
@@ -117,12 +126,19 @@ def _make(dtype_name: str):
                     for ip in range((mc + mr - 1) // mr):
                         r0 = i0 + ip * mr
                         height = min(mr, m - r0)
-                        a_off, b_off = ip * kc * mr, jp * kc * nr
-                        if height == mr and width == nr:
-                            ukernel(kc, ap, a_off, bp, b_off, c, r0 * ldc + j0, ldc,
-                                    accumulate)
+                        a_off = ip * kc * mr
+                        if jp < first:
+                            if height == mr:
+                                ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, c,
+                                        r0 * ldc + j0, ldc, accumulate)
+                                continue
+                            ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, tile, 0, nr, 0)
+                        elif height == mr and width == nr:
+                            ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, c, r0 * ldc + j0,
+                                    ldc, accumulate)
                             continue
-                        ukernel(kc, ap, a_off, bp, b_off, tile, 0, nr, 0)
+                        else:
+                            ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, tile, 0, nr, 0)
                         for r in range(height):
                             for j in range(width):
                                 if accumulate:

@@ -2,10 +2,10 @@
 
 `ukernel(kc, ap, a_off, bp, b_off, c, c_off, ldc, accumulate)` computes one MR x NR tile
 
-    C[r, j] (+)= sum over k < kc of Ap[a_off + k*MR + r] * Bp[b_off + k*NR + j]
+    C[r, j] (+)= sum over k < kc of Ap[a_off + k*MR + r] * Bp[b_off + k*ldb + j]
 
-from a packed A micro-panel (MR values per k) and a packed B micro-panel (NR values per k)
-into C's flat buffer at c_off with row stride ldc (elements; C's columns are contiguous),
+from a packed A micro-panel (MR values per k) and a B micro-panel whose rows are ldb apart
+(NR for a packed panel, the matrix's row stride when B is read where it lies) into C's buffer at c_off with row stride ldc (elements; C's columns are contiguous),
 overwriting C when `accumulate` is 0 and adding to it otherwise.  The MR x NV accumulators
 are SSA vectors (`<LANES x float>` phis), so they live in registers for the whole k loop:
 each k step loads NV vectors of B, broadcasts MR scalars of A and issues MR*NV fused
@@ -37,11 +37,11 @@ def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
     i64, i32 = ir.IntType(64), ir.IntType(32)
     vty = ir.VectorType(fty, width)
     ptr = fty.as_pointer()
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64, ptr, ptr, ptr, i64, i64]),
-                     name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(),
+                                             [i64, ptr, ptr, i64, ptr, i64, i64]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")   # two call sites; inlining them only grows every kernel
-    kc, ap, bp, cp, ldc, accumulate = fn.args
+    kc, ap, bp, ldb, cp, ldc, accumulate = fn.args
     entry, loop, store = (fn.append_basic_block(n) for n in ("entry", "loop", "store"))
     bits = 32 if dtype_name == "float32" else 64
     fma = cgutils.get_or_insert_function(module, ir.FunctionType(vty, [vty, vty, vty]),
@@ -57,7 +57,7 @@ def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
     k = b.phi(i64, name="k")
     acc = [[b.phi(vty) for _ in range(nv)] for _ in range(mr)]
     k.add_incoming(i64(0), entry)
-    b_row = b.gep(bp, [b.mul(k, i64(nv * width))])
+    b_row = b.gep(bp, [b.mul(k, ldb)])
     b_vec = [b.load(b.bitcast(b.gep(b_row, [i64(v * width)]), vty.as_pointer()), align=4)
              for v in range(nv)]
     a_col = b.gep(ap, [b.mul(k, i64(mr))])
@@ -104,10 +104,9 @@ def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
 
 
 @intrinsic
-def ukernel(typingctx, kc, ap, a_off, bp, b_off, c, c_off, ldc, accumulate):
-    """One MR x NR tile of C from packed panels (module docstring).  ap, bp and c are 1-D
-    arrays of one float dtype (c may be any array whose buffer holds the tile); offsets and
-    ldc are in elements."""
+def ukernel(typingctx, kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate):
+    """One MR x NR tile of C (module docstring).  ap, bp and c are arrays of one float dtype
+    whose buffers hold the panels and the tile; offsets, ldb and ldc are in elements."""
     arrays = (ap, bp, c)
     if not all(isinstance(x, types.Array) for x in arrays):
         return None
@@ -116,16 +115,16 @@ def ukernel(typingctx, kc, ap, a_off, bp, b_off, c, c_off, ldc, accumulate):
         return None
 
     def codegen(context, builder, signature, args):
-        kc_v, ap_v, aoff_v, bp_v, boff_v, c_v, coff_v, ldc_v, acc_v = args
+        kc_v, ap_v, aoff_v, bp_v, boff_v, ldb_v, c_v, coff_v, ldc_v, acc_v = args
         fn = _define(builder.module, context.get_value_type(dtype), str(dtype))
 
         def address(position, value, offset):
             data = context.make_array(signature.args[position])(context, builder, value).data
             return builder.gep(data, [offset])
 
-        builder.call(fn, [kc_v, address(1, ap_v, aoff_v), address(3, bp_v, boff_v),
-                          address(5, c_v, coff_v), ldc_v, acc_v])
+        builder.call(fn, [kc_v, address(1, ap_v, aoff_v), address(3, bp_v, boff_v), ldb_v,
+                          address(6, c_v, coff_v), ldc_v, acc_v])
         return context.get_dummy_value()
 
     i64 = types.int64
-    return types.none(i64, ap, i64, bp, i64, c, i64, i64, i64), codegen
+    return types.none(i64, ap, i64, bp, i64, i64, c, i64, i64, i64), codegen

@@ -75,10 +75,19 @@ def matmul_lines(gen, node) -> list:
         # flowjit's GEMM (gemm.py), which splits the product across the threads itself;
         # products narrower than half its tile go to BLAS, split here
         own = [f"gemm_parallel({a_t}, {b_t}, {out}, {split_blocks()})"]
+        narrow_lines = _blas_lines(gen, node, a, b, out)
+        if ta:
+            # a.T @ b with few columns (the weight gradient x.T @ dz): as (b.T @ a).T it
+            # has many columns, and a's rows are read in place, unpacked
+            flipped = [f"gemm_parallel({b if tb else b + '.T'}, {a}, {out}.T, "
+                       f"{split_blocks()})"]
+            narrow_lines = ([f"if {gen.size_text(m)} >= {narrow}:"]
+                            + ["    " + s for s in flipped]
+                            + ["else:"] + ["    " + s for s in narrow_lines])
         if ir.is_const(n):
-            return lines + (own if n.attr >= narrow else _blas_lines(gen, node, a, b, out))
+            return lines + (own if n.attr >= narrow else narrow_lines)
         return (lines + [f"if {gen.size_text(n)} >= {narrow}:"] + ["    " + s for s in own]
-                + ["else:"] + ["    " + s for s in _blas_lines(gen, node, a, b, out)])
+                + ["else:"] + ["    " + s for s in narrow_lines])
     return lines + _blas_lines(gen, node, a, b, out)
 
 
