@@ -1,8 +1,6 @@
-"""`gemm(a, b, c)`: c = a @ b for float32/float64 2-D arrays, with flowjit's own micro-kernel.
+"""flowjit's GEMM: c = a @ b for float32/float64 2-D arrays, with its own micro-kernel.
 
-The classic blocked algorithm (Goto and van de Geijn's; BLIS's loop order), serial: kernels
-split large products across their threads themselves (matmul_code.py), so each call here
-runs on the calling thread.
+The classic blocked algorithm (Goto and van de Geijn's; BLIS's loop order), per thread:
 
     for each KC-slice of the reduction axis:
         pack b's KC rows into NR-wide column panels           (Bp: KC x N, padded)
@@ -10,18 +8,29 @@ runs on the calling thread.
             pack a's block into MR-tall row panels            (Ap: MC x KC, padded)
             for each B panel, for each A panel: one micro-kernel call (gemm_ukernel.py)
 
-Packing copies every element of a and b once and puts each micro-kernel's operands in the
-order it reads them; ragged edges are zero-padded in the panels and their tiles go through
-a small scratch tile, so the micro-kernel only ever computes full MR x NR tiles.  Any
-strides are accepted for a and b (a transposed view packs as fast as a copy of it); c
-must have contiguous rows (the kernels' output buffers do), else a private buffer is
-computed and copied in.  Sums run in a fixed order per element: k ascending within a
-KC-slice, slices accumulated in order, so results are deterministic.
+Packing copies every element once and puts each micro-kernel's operands in the order it
+reads them; ragged edges are zero-padded in the panels and their tiles go through a small
+scratch tile, so the micro-kernel only ever computes full MR x NR tiles.  When a has at
+most DIRECT_ROWS row panels, each B panel serves only a few micro-kernel calls and b's full
+panels are read where they lie (contiguous rows) instead.  Any strides are accepted for a
+and b; c must have contiguous rows (kernel buffers do), else a private buffer is computed
+and copied in.  Sums run in a fixed order per element (k ascending within a KC-slice,
+slices in order), so results are deterministic.
 
-Why not BLAS here: scipy's OpenBLAS picks its kernel from OPENBLAS_CORETYPE, and on machines
-where that pins it to an older core (this project's machines set Haswell, for the sake of
-older OpenBLAS builds) its AVX2 kernel reaches about half of an AVX-512 core.  Which one a
-kernel uses is decided by `use_own_gemm()` (matmul_code.py), part of the cache key.
+Entry points for generated kernels (they reach them through scalar_code):
+- `gemm_parallel(a, b, out, blocks)`: the product in `blocks` parallel parts (rows of c, or
+  columns when c has fewer rows than columns), called at a kernel's top level, never inside
+  a prange loop, so that this code is linked into a kernel once, not into each parallel
+  region (each would re-optimize it: +2-3 s of compile per region, measured);
+- `matmul_into(a, b, out)`: serial, for batched products (one per matrix under prange);
+  products narrower than `gemm_tiles.narrow_columns` go to BLAS there.
+Every operand is retyped to layout 'A' first, so one compiled GEMM per dtype serves them all.
+
+Why not BLAS: scipy's OpenBLAS picks its kernel from OPENBLAS_CORETYPE, and this project's
+machines pin it to Haswell (AVX2) for the sake of older OpenBLAS builds; its AVX2 kernel
+then reaches about half of an AVX-512 core, and even unpinned it runs the skinny products
+of a training step (K = 32, or few rows) well below this kernel (README, "GEMM").
+`FLOWJIT_GEMM=blas` (matmul_code.gemm_mode, part of the cache key) sends products to BLAS.
 """
 
 from __future__ import annotations

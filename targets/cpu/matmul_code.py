@@ -1,4 +1,9 @@
-"""Code for a 2-D MATMUL node: BLAS calls, split across numba's threads when large.
+"""Code for a 2-D MATMUL node: flowjit's GEMM or BLAS calls, split across numba's threads.
+
+float32/float64 products with at least `gemm_tiles.narrow_columns` output columns call
+`gemm_parallel` (gemm.py), which splits itself across the threads; so does `a.T @ b` with
+few columns, as `(b.T @ a).T`.  Everything else (narrow products, other dtypes, every
+product under FLOWJIT_GEMM=blas) goes to BLAS as follows.
 
 numba's `np.dot` calls scipy's OpenBLAS, which has a thread pool of its own.  Inside one
 kernel the two pools fight: after a BLAS call OpenBLAS's threads keep spinning while the
