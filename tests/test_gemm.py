@@ -135,3 +135,19 @@ def test_gemm_mode_reads_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="FLOWJIT_GEMM"):
         gemm_mode()
     assert gemm_module.GEMMS.keys() == {"float32", "float64"}
+
+
+_weight_gradient = tf.jit(lambda x, dz: tf.matmul(x, dz, transpose_a=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k, m, n", [(4099, 300, 8), (37, 24, 1), (5, 200, 23), (64, 7, 3)])
+def test_weight_gradient_with_few_columns_runs_flipped_and_matches_numpy(dtype, k, m, n):
+    rng = np.random.default_rng(k + m + n)
+    x = rng.standard_normal((k, m)).astype(dtype)
+    dz = rng.standard_normal((k, n)).astype(dtype)
+    got = _weight_gradient(x, dz)
+    assert got.shape == (m, n) and got.dtype == dtype
+    _check(x.T, dz, got)
+    source = _weight_gradient.lower(x, dz).source
+    assert "gemm_parallel(in1.T, in0, buf2.T" in source   # (dz.T @ x).T, x read in place
