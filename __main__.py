@@ -60,10 +60,15 @@ def _cmd_ops(args) -> int:
 
 def _cmd_bench(args) -> int:
     from .benchmarks import compiler_workloads
-    from .benchmarks.timing import thread_env
+    from .benchmarks.timing import blas_env
+    from .benchmarks.timing import thread_env as pinned_env
+
+    def thread_env(threads):
+        return blas_env(pinned_env(threads), args.native_blas)
 
     timing = ["--target-seconds", str(args.target_seconds)]
     timing += ["--repeats", str(args.repeats)] if args.repeats else []
+    timing += ["--native-blas"] if args.native_blas else []
     status = 0
     if args.which in ("session", "all"):
         cmd = [sys.executable, "-m", "flowjit.benchmarks.session_overhead", *timing]
@@ -74,7 +79,8 @@ def _cmd_bench(args) -> int:
                "--threads", str(threads), "--workloads", args.workloads, "--peers", args.peers]
         cmd += ["--quick"] if args.quick else []
         cmd += ["--json", args.json] if args.json else []
-        status = subprocess.call(cmd, env=compiler_workloads.child_env(threads))
+        env = blas_env(compiler_workloads.child_env(threads), args.native_blas)
+        status = subprocess.call(cmd, env=env)
     if args.which in ("numpy", "all") and status == 0:
         threads = args.threads or os.cpu_count() or 1
         cmd = [sys.executable, "-m", "flowjit.benchmarks.numpy_corpus", *timing,
@@ -143,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--target-seconds", type=float, default=0.1,
                        help="calibrated duration of one timed batch (0.1)")
     from .benchmarks.compiler_workloads import add_arguments
+    from .benchmarks.timing import add_blas_argument
 
     add_arguments(bench)
+    add_blas_argument(bench)
     bench.set_defaults(handler=_cmd_bench)
     return parser
 

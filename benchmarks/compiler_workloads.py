@@ -45,7 +45,7 @@ import time
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, add_timing_arguments, measure, pin_threads,
-                     print_row_notes, rerun_in_child, thread_env)
+                     print_row_notes, rerun_in_child, thread_env, blas_cores)
 from .workloads import (DEFAULT, QUICK, SGEMM_FLOPS, WORKLOADS, Case, build_cases,
                         check_output)
 
@@ -252,6 +252,7 @@ def run(workloads=WORKLOADS, peers=PEER_KEYS, sizes=DEFAULT, repeats: int = 7,
           f"system; {repeats} interleaved repetitions of ~{target_seconds:g} s batches",
           file=out)
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), file=out)
+    print(f"OpenBLAS kernels: {blas_cores()}", file=out)
     for key, reason in unavailable.items():
         print(f"peer {key} not run: {reason}", file=out)
     rows = []

@@ -52,7 +52,8 @@ import numpy as np
 from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, MAX_RETRIES, Measurement, calibrate, measure,
-                     pin_threads, print_row_notes, rerun_in_child, settle, time_batch)
+                     pin_threads, print_row_notes, rerun_in_child, settle, time_batch,
+                     add_blas_argument, blas_cores)
 
 VARIANTS = ("numpy", "flowjit", "numba")
 LABELS = {"numpy": "numpy", "flowjit": "flowjit.jit", "numba": "numba.njit"}
@@ -427,6 +428,7 @@ def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float
           f"every system; {repeats} interleaved repetitions of ~{target_seconds:g} s batches; "
           f"{len(chosen)} kernels at size {size!r}", file=out)
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), file=out)
+    print(f"OpenBLAS kernels: {blas_cores()}", file=out)
     rows = []
     for kernel in chosen:
         kernel_rows = run_kernel(kernel, variants, repeats, target_seconds, size,
@@ -457,6 +459,7 @@ def _parse_list(text: str, known: tuple, what: str) -> tuple:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (for `python -m flowjit bench numpy` too)."""
+    add_blas_argument(parser)
     parser.add_argument("--kernels", default="",
                         help="comma-separated corpus kernel names (all)")
     parser.add_argument("--variants", default=",".join(VARIANTS),

@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from .timing import Measurement, measure
+from .timing import Measurement, add_blas_argument, measure
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -163,6 +163,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--target-seconds", type=float, default=0.1)
+    add_blas_argument(parser)
     args = parser.parse_args(argv)
     run(args.repeats, args.target_seconds)
     return 0

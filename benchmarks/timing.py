@@ -15,7 +15,11 @@ What every benchmark here measures the same way (see the project's benchmarking 
   not take the cores from the next variant's batch;
 - `thread_env` is the environment that pins every runtime (OpenMP, BLAS, numba, numexpr,
   XLA) to one thread count; benchmarks run their measurements in a child process started with
-  it, because most runtimes read these variables once, at import.
+  it, because most runtimes read these variables once, at import;
+- `--native-blas` drops OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE from that environment: this
+  project's machines set them (older OpenBLAS builds miscomputed on their CPU), which pins
+  NumPy's and scipy's OpenBLAS to Haswell (AVX2) kernels; `blas_cores()` names the kernels
+  each library runs, for the report's header.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import statistics
 import time
 from typing import Callable
 
+BLAS_PIN_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 BUSY_ELSEWHERE_LIMIT = 0.25  # cores
 MAX_RETRIES = 2
 
@@ -185,6 +190,37 @@ def add_timing_arguments(parser) -> None:
                         help="interleaved repetitions (7; 3 with --quick)")
     parser.add_argument("--target-seconds", type=float, default=0.1,
                         help="calibrated duration of one timed batch (0.1)")
+    add_blas_argument(parser)
+
+
+def add_blas_argument(parser) -> None:
+    """--native-blas (module docstring)."""
+    parser.add_argument("--native-blas", action="store_true",
+                        help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for the measurement, so "
+                        "NumPy's and scipy's OpenBLAS use the kernels for this CPU")
+
+
+def blas_cores() -> str:
+    """Which OpenBLAS kernels NumPy and scipy (whose BLAS numba calls) run, e.g.
+    "numpy Haswell, scipy Haswell"; "unknown" where a library does not say."""
+    import ctypes
+    import glob
+
+    names = []
+    for label, module, symbol in (("numpy", "numpy", "scipy_openblas_get_corename64_"),
+                                  ("scipy", "scipy", "scipy_openblas_get_corename")):
+        core = "unknown"
+        try:
+            folder = os.path.dirname(__import__(module).__file__) + ".libs"
+            for path in glob.glob(os.path.join(folder, "libscipy_openblas*.so*")):
+                fn = getattr(ctypes.CDLL(path), symbol, None)
+                if fn is not None:
+                    fn.restype = ctypes.c_char_p
+                    core = fn().decode()
+        except (ImportError, OSError):
+            pass
+        names.append(f"{label} {core}")
+    return ", ".join(names)
 
 
 def rerun_in_child(module: str, argv, threads: int, env: dict | None = None) -> int | None:
@@ -197,8 +233,16 @@ def rerun_in_child(module: str, argv, threads: int, env: dict | None = None) -> 
     if os.environ.get("FLOWJIT_BENCH_THREADS") == str(threads):
         return None
     args = list(argv if argv is not None else sys.argv[1:])
-    return subprocess.call([sys.executable, "-m", module, *args],
-                           env=env if env is not None else thread_env(threads))
+    env = blas_env(env if env is not None else thread_env(threads), "--native-blas" in args)
+    return subprocess.call([sys.executable, "-m", module, *args], env=env)
+
+
+def blas_env(env: dict, native: bool) -> dict:
+    """A copy of `env`, without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE when `native`."""
+    env = dict(env)
+    for var in BLAS_PIN_VARS if native else ():
+        env.pop(var, None)
+    return env
 
 
 def print_row_notes(rows, out) -> None:

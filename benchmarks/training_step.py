@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 from .peers import describe
-from .timing import add_timing_arguments, measure, pin_threads, rerun_in_child
+from .timing import add_timing_arguments, blas_cores, measure, pin_threads, rerun_in_child
 
 LR, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 1e-8
 CASES = {"small": (100, 32, 16, 8), "large": (4096, 32, 1024, 8)}
@@ -388,6 +388,7 @@ def main(argv=None) -> int:
     print(f"flowjit training-step benchmark (W5); {os.cpu_count()} CPUs, {args.threads} "
           f"thread(s) for every system; {repeats} interleaved repetitions of "
           f"~{args.target_seconds:g} s batches", file=out)
+    print(f"OpenBLAS kernels: {blas_cores()}", file=out)
     rows = []
     for name in ["small"] if args.quick else list(CASES):
         rows += run_case(name, systems, args.threads, repeats, args.target_seconds, out)

@@ -1,12 +1,13 @@
 """The register-blocked GEMM micro-kernel, written in LLVM IR with explicit vector types.
 
-`ukernel(kc, ap, a_off, bp, b_off, c, c_off, ldc, accumulate)` computes one MR x NR tile
+`ukernel(kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate)` computes one MR x NR tile
 
     C[r, j] (+)= sum over k < kc of Ap[a_off + k*MR + r] * Bp[b_off + k*ldb + j]
 
 from a packed A micro-panel (MR values per k) and a B micro-panel whose rows are ldb apart
-(NR for a packed panel, the matrix's row stride when B is read where it lies) into C's buffer at c_off with row stride ldc (elements; C's columns are contiguous),
-overwriting C when `accumulate` is 0 and adding to it otherwise.  The MR x NV accumulators
+(NR for a packed panel, the matrix's row stride when B is read where it lies) into C's
+buffer at c_off with row stride ldc (elements; C's columns are contiguous), overwriting C
+when `accumulate` is 0 and adding to it otherwise.  The MR x NV accumulators
 are SSA vectors (`<LANES x float>` phis), so they live in registers for the whole k loop:
 each k step loads NV vectors of B, broadcasts MR scalars of A and issues MR*NV fused
 multiply-adds (`llvm.fma`, which LLVM turns into vfmadd231ps with an embedded broadcast).
