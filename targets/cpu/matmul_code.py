@@ -76,6 +76,9 @@ def matmul_lines(gen, node) -> list:
     b_t = f"{b}.T" if tb else b
     m, n = node.shape
     narrow = narrow_columns(node.dtype.np_dtype.name) if gemm_mode() == "own" else 0
+    k = node.inputs[0].shape[0 if ta else 1]
+    if all(ir.is_const(d) for d in (m, n, k)) and m.attr * n.attr * k.attr < SPLIT_MIN_WORK:
+        narrow = 0   # small and static: one BLAS call, and the kernel links no GEMM code
     if narrow and not is_gram(node):
         # flowjit's GEMM (gemm.py), which splits the product across the threads itself;
         # products narrower than half its tile go to BLAS, split here
