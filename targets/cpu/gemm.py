@@ -227,18 +227,17 @@ def _gemm_parallel(a, b, out, blocks):
     return impl
 
 
-_MODE = gemm_mode()
-
-
 def matmul_into(a, b, out):
-    """out[...] = a @ b for 2-D arrays (generated kernels call this for every product)."""
+    """out[...] = a @ b for 2-D arrays, serial (batched products call it per matrix)."""
     np.dot(a, b, out)
 
 
 @overload(matmul_into, jit_options=_JIT, inline="always")
 def _matmul_into(a, b, out):
     name = str(out.dtype)
-    if _MODE == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
+    # FLOWJIT_GEMM read when the kernel is typed, as the code generator and the cache key
+    # read it, so a change of the variable reaches batched products too
+    if gemm_mode() == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
         gemm = GEMMS[name]
         narrow = narrow_columns(name)
 
