@@ -6,6 +6,12 @@ over), reduction lengths of 0, 1 and beyond one KC slice, and transposed or stri
 operands and outputs.
 """
 
+import glob
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -151,3 +157,70 @@ def test_weight_gradient_with_few_columns_runs_flipped_and_matches_numpy(dtype, 
     _check(x.T, dz, got)
     source = _weight_gradient.lower(x, dz).source
     assert "gemm_parallel(in1.T, in0, buf2.T" in source   # (dz.T @ x).T, x read in place
+
+
+SHARED_WORKER = """
+import json, sys
+import numpy as np
+import flowjit as tf
+from flowjit.targets.cpu import cache
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((70, 50)), rng.standard_normal((50, 90))
+got = tf.jit(lambda a, b: tf.tanh(tf.matmul(a, b)))(a, b)
+tf.wait_for_cache_writes()
+print("RESULT " + json.dumps({"ok": bool(np.allclose(got, np.tanh(a @ b), atol=1e-12)),
+                              "stats": dict(cache.STATS), "numba": "numba" in sys.modules}))
+"""
+
+
+def _run_shared_worker(root):
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(root), FLOWJIT_GEMM="own")
+    proc = subprocess.run([sys.executable, "-c", SHARED_WORKER], env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):]), proc.stderr
+
+
+def test_shared_gemm_is_cached_loaded_without_numba_and_rebuilt_when_corrupt(tmp_path):
+    """Kernels call the GEMM by symbol (gemm_entry.py); its object code is a cache entry of
+    its own, loaded in a fresh process without numba, and rebuilt when damaged."""
+    cold, _ = _run_shared_worker(tmp_path)
+    assert cold["ok"] and cold["stats"]["stores"] == 2   # the kernel and the GEMM
+    warm, _ = _run_shared_worker(tmp_path)
+    assert warm["ok"] and not warm["numba"] and warm["stats"]["hits"] == 2
+    [gemm_entry] = [os.path.dirname(p) for p in glob.glob(str(tmp_path / "*" / "*" / "gemm.o"))]
+    path = os.path.join(gemm_entry, "gemm.o")
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    open(path, "wb").write(bytes(data))
+    rebuilt, log = _run_shared_worker(tmp_path)
+    assert rebuilt["ok"] and rebuilt["stats"]["rejected"] == 1
+    assert rebuilt["stats"]["stores"] == 1 and "discarding invalid entry" in log
+    again, _ = _run_shared_worker(tmp_path)
+    assert again["ok"] and not again["numba"] and again["stats"]["rejected"] == 0
+
+
+def test_kernels_hold_no_gemm_code_of_their_own():
+    """The GEMM is linked by symbol, not compiled into every kernel that multiplies."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 30)).astype(np.float32)
+    b = rng.standard_normal((30, 50)).astype(np.float32)
+    f = tf.jit(lambda a, b: tf.matmul(a, b) * 2.0)
+    np.testing.assert_allclose(f(a, b), (a @ b) * 2, rtol=1e-5, atol=1e-5)
+    kernel = f.lower(a, b).source
+    assert "gemm_parallel(" in kernel
+    ir_text = "\n".join(_kernel_llvm(f, a, b))
+    assert "declare i64 @flowjit_gemm_float32(" in ir_text
+    assert "flowjit_gemm_ukernel_float32" not in ir_text
+
+
+def _kernel_llvm(f, *args):
+    """The LLVM IR of the kernel `f` compiles for `args`, built anew with numba."""
+    from numba import typeof
+
+    from flowjit.targets.cpu.build import build_kernel
+
+    kernel = build_kernel(f.lower(*args).source)
+    kernel.compile(tuple(typeof(x) for x in args))
+    return kernel.inspect_llvm().values()

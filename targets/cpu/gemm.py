@@ -20,12 +20,13 @@ slices in order), so results are deterministic.
 Entry points for generated kernels (they reach them through scalar_code):
 - `gemm_parallel(a, b, out, blocks)`: the product in `blocks` parallel parts (rows of c, or
   columns when c has fewer rows than columns), called at a kernel's top level, never inside
-  a prange loop: numba links (re-optimizes and compiles again) a callee's code into every
-  parallel region that calls it, so a serial GEMM called from one prange loop per product
-  measured slower to compile (a 4-product kernel: 15.6 s against 12.5 s);
+  a prange loop (its parallel region would nest in the kernel's);
 - `matmul_into(a, b, out)`: serial, for batched products (one per matrix under prange);
   products narrower than `gemm_tiles.narrow_columns` go to BLAS there.
-Every operand is retyped to layout 'A' first, so one compiled GEMM per dtype serves them all.
+Both call the GEMM of their dtype by symbol (gemm_entry.py): one C-ABI function per dtype,
+compiled once and kept in the disk cache (gemm_library.py), so no kernel contains (and
+compiles again) the GEMM's code.  Its operands are layout-'A' views, so one compiled GEMM
+per dtype serves every layout.
 
 Why not BLAS: scipy's OpenBLAS picks its kernel from OPENBLAS_CORETYPE, and this project's
 machines pin it to Haswell (AVX2) for the sake of older OpenBLAS builds; its AVX2 kernel
@@ -209,20 +210,21 @@ _SPLIT = {name: _make_parallel(GEMMS[name], tile_shape(name)[1]) for name in GEM
 
 def gemm_parallel(a, b, out, blocks):
     """out[...] = a @ b for 2-D float arrays, in `blocks` parts on numba's threads (kernels call
-    this at their top level, never inside a prange loop, so that the GEMM's code is linked
-    into a kernel once rather than into each of its parallel regions)."""
+    this at their top level, never inside a prange loop)."""
     np.dot(a, b, out)
 
 
 @overload(gemm_parallel, jit_options=_JIT, inline="always")
 def _gemm_parallel(a, b, out, blocks):
+    from .gemm_entry import external_gemm
+
     name = str(out.dtype)
     if name not in _SPLIT or not a.dtype == b.dtype == out.dtype:
         return None
-    split = _SPLIT[name]
+    shared = external_gemm(name)
 
     def impl(a, b, out, blocks):
-        split(_any_layout(a), _any_layout(b), _any_layout(out), blocks)
+        shared(a, b, out, blocks)
 
     return impl
 
@@ -238,12 +240,14 @@ def _matmul_into(a, b, out):
     # FLOWJIT_GEMM read when the kernel is typed, as the code generator and the cache key
     # read it, so a change of the variable reaches batched products too
     if gemm_mode() == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
-        gemm = GEMMS[name]
+        from .gemm_entry import external_gemm
+
+        shared = external_gemm(name)
         narrow = narrow_columns(name)
 
         def own(a, b, out):
             if out.shape[1] >= narrow:
-                gemm(_any_layout(a), _any_layout(b), _any_layout(out))
+                shared(a, b, out, 1)
             else:
                 np.dot(a, b, out)
 

@@ -153,6 +153,34 @@ def ensure_runtime(parallel: bool) -> dict:
         return _runtime
 
 
+def load_object(obj: bytes, entry: str) -> int:
+    """Load object code with MCJIT (its undefined symbols resolved against those
+    registered with LLVM) and return the address of function `entry`; the code stays
+    loaded for the life of the process.  ensure_runtime() must have run."""
+    ll = _runtime["ll"]
+    target = ll.Target.from_default_triple()
+    tm = target.create_target_machine(cpu=ll.get_host_cpu_name(),
+                                      features=ll.get_host_cpu_features().flatten(),
+                                      opt=3, codemodel="jitdefault")
+    engine = ll.create_mcjit_compiler(ll.parse_assembly(""), tm)
+    engine.add_object_file(ll.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    address = engine.get_function_address(entry)
+    if not address:
+        raise LookupError(f"entry point {entry} not in the object code")
+    with _lock:
+        _engines.append(engine)
+    return address
+
+
+def provide_libraries(symbols) -> None:
+    """Register the shared functions kernels call by symbol (the GEMM: gemm_library.py)
+    that `symbols` names, loading or building them first."""
+    from . import gemm_library
+
+    gemm_library.provide_symbols(symbols)
+
+
 def _array_layout_ok() -> bool:
     """Whether NumPy arrays here keep data, ndim and dimensions at the byte offsets the
     entry points read (16, 24, 32: the PyArrayObject fields after the object header)."""
@@ -180,21 +208,12 @@ class NativeKernel:
         process = ctypes.CDLL(None)
         if not rt["layout_ok"]:
             raise LookupError("NumPy's array object layout is not the one entries read")
+        provide_libraries(meta["symbols"])
         missing = [s for s in meta["symbols"]
                    if not ll.address_of_symbol(s) and not hasattr(process, s)]
         if missing:
             raise LookupError(f"unresolved symbols {missing[:5]}")
-        target = ll.Target.from_default_triple()
-        tm = target.create_target_machine(cpu=ll.get_host_cpu_name(),
-                                          features=ll.get_host_cpu_features().flatten(),
-                                          opt=3, codemodel="jitdefault")
-        engine = ll.create_mcjit_compiler(ll.parse_assembly(""), tm)
-        engine.add_object_file(ll.ObjectFileRef.from_data(files["kernel.o"]))
-        engine.finalize_object()
-        address = engine.get_function_address(meta["entry"])
-        if not address:
-            raise LookupError(f"entry point {meta['entry']} not in the object code")
-        _engines.append(engine)
+        address = load_object(files["kernel.o"], meta["entry"])
         self._fn = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)(
             address)
         self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
