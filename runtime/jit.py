@@ -36,6 +36,7 @@ from ..errors import InvalidArgumentError, UnimplementedError
 log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
 _TRUSTED = 0x101  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (and dtype.isnative)
+_SEEN_LIMIT = 256  # remembered argument layouts per function (then the memo starts over)
 
 
 def graph_text(graph) -> str:
@@ -94,7 +95,7 @@ class _Compiled:
         if self.donated:
             arrays = self._unshared(arrays)
         try:
-            outs = trusted([*arrays, *self.constants])
+            outs = trusted([*arrays, *self.constants] if self.constants else arrays)
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
         return self._finish(given, outs)
@@ -193,11 +194,29 @@ class JitFunction:
         self.fallback = fallback
         self.exact_shapes = False   # set once the function reads sizes (NumPy-style code)
         self._entries: dict = {}
+        # (dtype, shape, flags) of each positional array -> its entry's call_checked, for
+        # calls whose arrays all passed the fast path's checks (C-contiguous, aligned, native)
+        self._seen: dict = {}
         self.compile_count = 0
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
         if not kwargs:
+            # fastest path: these very dtypes, shapes and layout flags were seen before
+            try:
+                if len(args) == 1:
+                    a = args[0]
+                    seen = (a.dtype, a.shape, a.flags.num)
+                elif len(args) == 2:
+                    a, b = args
+                    seen = (a.dtype, a.shape, a.flags.num, b.dtype, b.shape, b.flags.num)
+                else:
+                    seen = tuple([(a.dtype, a.shape, a.flags.num) for a in args])
+                call = self._seen.get(seen)
+            except (AttributeError, TypeError):
+                call = seen = None
+            if call is not None:
+                return call(args)
             # fast path: positional C-contiguous arrays (the common call), keyed cheaply
             # (C-contiguous, aligned, native byte order: what the kernel's trusted entry
             # needs beyond the dtype and rank in the key; anything else takes the slow path)
@@ -213,6 +232,10 @@ class JitFunction:
             if key is not None and len(key) == len(args):
                 entry = self._entries.get(key)
                 if entry is not None:
+                    if seen is not None:
+                        if len(self._seen) >= _SEEN_LIMIT:
+                            self._seen.clear()
+                        self._seen[seen] = entry.call_checked
                     return entry.call_checked(args)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
@@ -252,6 +275,7 @@ class JitFunction:
                 raise
             self.exact_shapes = True
             self._entries.clear()
+            self._seen.clear()
             log.info("flowjit.jit: %s reads array sizes (%s); compiling per shape",
                      self.__name__, e)
             key = signature_of(args, kwargs, self.static_argnames, True)

@@ -264,3 +264,50 @@ def test_a_kernel_compiled_here_switches_to_its_entry_point(tmp_path, monkeypatc
     assert type(f.lower(x, y).entry.cluster.kernel) is native.NativeKernel  # swapped in
     np.testing.assert_array_equal(f(x, y), first)
     np.testing.assert_allclose(first, np.tanh(x * 1.25) - y / 3.0, rtol=1e-12)
+
+
+def test_entry_points_release_the_gil_while_the_kernel_runs(tmp_path, monkeypatch):
+    """A cached kernel is called as a Python builtin (native.py); it drops the GIL for the
+    kernel itself, so another Python thread runs meanwhile (Session's inter-op threads rely
+    on it).  The kernel is serial (below the parallel threshold: numba's parallel regions
+    drop the GIL on their own) and the switch interval long, so the other thread can only
+    run while a call has let go of the GIL."""
+    import threading
+
+    from flowjit.targets.cpu import native
+    from flowjit.targets.cpu.codegen import PARALLEL_MIN_WORK
+
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path))
+    f = flowjit.jit(lambda x: np.sqrt(np.abs(np.sin(x * x) * 3.0 + np.exp(-x))))
+    x = np.linspace(-5.0, 5.0, PARALLEL_MIN_WORK - 1)
+    expected = np.sqrt(np.abs(np.sin(x * x) * 3.0 + np.exp(-x)))
+    f(x)
+    flowjit.wait_for_cache_writes()
+    kernel = f.lower(x).entry.cluster.kernel
+    assert type(kernel) is native.NativeKernel and "prange" in kernel.source
+    counter, stop, ready = [0], threading.Event(), threading.Event()
+
+    def spin():
+        ready.set()
+        while not stop.is_set():
+            counter[0] += 1
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.05)   # more than 100 calls of the kernel take
+    worker = threading.Thread(target=spin)
+    ran = 0
+    try:
+        worker.start()
+        ready.wait()
+        for _ in range(100):
+            before = counter[0]
+            (result,) = kernel.call_trusted([x])
+            ran = counter[0] - before
+            if ran:
+                break
+    finally:
+        stop.set()
+        worker.join()
+        sys.setswitchinterval(old)
+    np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-12)
+    assert ran > 0, "the other thread never ran while the kernel did"

@@ -67,3 +67,46 @@ def new_none(typingctx):
         return builder.ptrtoint(none, context.get_value_type(types.intp))
 
     return types.intp(), codegen
+
+
+@intrinsic
+def as_int64_ptr(typingctx, address):
+    """An integer address as a pointer to int64."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
+
+    return types.CPointer(types.int64)(address), codegen
+
+
+@intrinsic
+def release_gil(typingctx):
+    """PyEval_SaveThread(): let other Python threads run; the thread state, as an integer.
+    The entry point is called with the GIL held (it is a builtin function's C code)."""
+    from llvmlite import ir as llir
+    from numba.core import cgutils
+
+    def codegen(context, builder, signature, args):
+        voidptr = llir.IntType(8).as_pointer()
+        save = cgutils.get_or_insert_function(builder.module, llir.FunctionType(voidptr, []),
+                                              "PyEval_SaveThread")
+        return builder.ptrtoint(builder.call(save, []), context.get_value_type(types.intp))
+
+    return types.intp(), codegen
+
+
+@intrinsic
+def acquire_gil(typingctx, state):
+    """PyEval_RestoreThread(state): take the GIL back after release_gil()."""
+    from llvmlite import ir as llir
+    from numba.core import cgutils
+
+    def codegen(context, builder, signature, args):
+        voidptr = llir.IntType(8).as_pointer()
+        restore = cgutils.get_or_insert_function(
+            builder.module, llir.FunctionType(llir.VoidType(), [voidptr]),
+            "PyEval_RestoreThread")
+        builder.call(restore, [builder.inttoptr(args[0], voidptr)])
+        return context.get_dummy_value()
+
+    return types.none(state), codegen

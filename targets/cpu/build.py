@@ -13,10 +13,12 @@ loads the entry from the disk cache (native.py: no numba import, no compile), el
 a C-ABI entry point compiled with `numba.cfunc` on a
 writer thread, so the first result does not wait for it (`wait_for_cache_writes()`):
 
-    flowjit_entry(args, consts) -> a new reference to the tuple of output arrays, or to
-                                   None when the kernel raised
+    flowjit_entry(self, args, nargs) -> a new reference to the tuple of output arrays,
+                                        or to None when the kernel raised
+    (METH_FASTCALL: native.py makes it a Python builtin function, called with the arrays)
+    self: an int64 NumPy array of the addresses of numpy.ndarray and of each output's
+          dtype object
     args: per input the address of its NumPy array object (C-contiguous, aligned)
-    consts: the addresses of numpy.ndarray and of each output's dtype object
 
 plus `kernel.json` (entry name, input and output dtypes and ranks, external symbols it
 needs) and `source.py` (the generated source, shown by `lower()` and used to report errors).
@@ -39,7 +41,7 @@ from .matmul_code import gemm_mode, split_blocks
 log = logging.getLogger("flowjit.cache")
 
 NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
-ABI = "flowjit_entry-5"
+ABI = "flowjit_entry-6"
 ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
 _writers: list = []  # threads writing cache entries (the first result need not wait for them)
@@ -180,10 +182,13 @@ def _np_name(dtype) -> str:
 def entry_source(inputs, outputs) -> str:
     """Source of the C-ABI entry point for inputs/outputs given as (dtype name, rank).
 
-    args[i] is the address of input i's NumPy array object; its data pointer and sizes are
-    read from the PyArrayObject fields (data at byte 16, dimensions at 32), a layout that
-    native.py verifies on the running NumPy before it loads any entry."""
-    lines = ["def flowjit_entry(args, consts):"]
+    It is a METH_FASTCALL function (native.py makes it a Python builtin): `self` is the
+    address of an int64 NumPy array holding the consts, args[i] the address of input i's
+    NumPy array object.  Data pointers and sizes are read from the PyArrayObject fields
+    (data at byte 16, dimensions at 32), a layout that native.py verifies on the running
+    NumPy before it loads any entry.  The GIL is released while the kernel runs."""
+    lines = ["def flowjit_entry(self, args, nargs):",
+             "    consts = as_int64_ptr(carray(as_voidptr(self), (5,), np.int64)[2])"]
     for i, (dt, rank) in enumerate(inputs):
         lines.append(f"    h{i} = carray(as_voidptr(args[{i}]), (5,), np.int64)")
         ptr = f"as_voidptr(h{i}[2])"
@@ -194,8 +199,9 @@ def entry_source(inputs, outputs) -> str:
             dims = "".join(f"d{i}[{j}], " for j in range(rank))
             lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
     call = ", ".join(f"in{i}" for i in range(len(inputs)))
-    lines += ["    try:", f"        outs = kernel({call})", "    except Exception:",
-              "        return new_none()", "    return box_outputs(outs, consts)"]
+    lines += ["    state = release_gil()", "    try:", f"        outs = kernel({call})",
+              "    except Exception:", "        acquire_gil(state)", "        return new_none()",
+              "    acquire_gil(state)", "    return box_outputs(outs, consts)"]
     return "\n".join(lines) + "\n"
 
 
@@ -205,15 +211,17 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     import numpy as np
     from numba import types
 
-    from ._entry_intrinsics import as_voidptr, box_outputs, new_none
+    from ._entry_intrinsics import (acquire_gil, as_int64_ptr, as_voidptr, box_outputs,
+                                    new_none, release_gil)
 
     inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
     outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
     namespace = {"np": np, "carray": numba.carray, "kernel": kernel,
                  "as_voidptr": as_voidptr, "box_outputs": box_outputs,
-                 "new_none": new_none}
+                 "new_none": new_none, "as_int64_ptr": as_int64_ptr,
+                 "release_gil": release_gil, "acquire_gil": acquire_gil}
     exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
-    sig = types.int64(types.CPointer(types.int64), types.CPointer(types.int64))
+    sig = types.int64(types.int64, types.CPointer(types.int64), types.int64)
     entry = numba.cfunc(sig, **NJIT_OPTIONS)(namespace["flowjit_entry"])
     library = entry._library
     module = library._final_module

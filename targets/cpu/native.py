@@ -14,9 +14,11 @@ it registers their symbols with LLVM exactly as numba does, and starts the threa
 to NUMBA_THREADING_LAYER when unset so numba, if imported later, agrees).
 
 `NativeKernel(files)` is called like the numba dispatcher: `kernel(*arrays) -> tuple of
-arrays`.  The entry point receives the addresses of the input array objects and returns
-the tuple of output arrays, boxed by NRT's own function (each owns a reference to its
-memory); an output that is an input's memory is copied.  When the entry point reports an
+arrays`.  The entry point is made a Python builtin function (a METH_FASTCALL PyMethodDef
+pointing at it), so a call costs what a builtin's does; it receives the input array
+objects, releases the GIL while the kernel runs, and returns the tuple of output arrays,
+boxed by NRT's own function (each owns a reference to its memory); an output that is an
+input's memory is copied.  When the entry point reports an
 exception (a size check failed, division by zero, ...) the call is repeated with the numba
 build of the same source, which raises the real exception — errors are rare, so they may
 pay for the compile.
@@ -173,6 +175,28 @@ def load_object(obj: bytes, entry: str) -> int:
     return address
 
 
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x0080
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype = ctypes.py_object
+_new_builtin.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
+_method_defs: list = []       # a builtin function points at its PyMethodDef: keep them all
+
+
+def _builtin(address: int, self_object, name: str):
+    """A Python builtin function (METH_FASTCALL) whose C code is at `address`; it is called
+    with its `self_object` and the positional arguments as an array of object pointers, as
+    fast as any builtin (no ctypes conversion per call)."""
+    method = _MethodDef(name.encode(), address, _METH_FASTCALL, None)
+    with _lock:
+        _method_defs.append(method)
+    return _new_builtin(ctypes.addressof(method), self_object, None)
+
+
 def provide_libraries(symbols) -> None:
     """Register the shared functions kernels call by symbol (the GEMM: gemm_library.py)
     that `symbols` names, loading or building them first."""
@@ -214,34 +238,29 @@ class NativeKernel:
         if missing:
             raise LookupError(f"unresolved symbols {missing[:5]}")
         address = load_object(files["kernel.o"], meta["entry"])
-        self._fn = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)(
-            address)
         self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
         # outputs written into a donated input's array: handed back as that array, not copied
         self._donated = {k: p for p, k in meta.get("donated", ())}
         self._out_dtypes = [np.dtype(d) for d, _ in meta["outputs"]]  # kept alive: consts
-        addresses = [id(np.ndarray)] + [id(d) for d in self._out_dtypes]
-        self._consts = (ctypes.c_int64 * len(addresses))(*addresses)
-        self._args_type = ctypes.c_int64 * max(1, len(self._inputs))
+        consts = np.array([id(np.ndarray)] + [id(d) for d in self._out_dtypes], np.int64)
+        self._fn = _builtin(address, consts, meta["entry"])
         self._fallback = fallback
         self.source = files["source.py"].decode()
 
     def __call__(self, *arrays):
         if len(arrays) != len(self._inputs):
             raise TypeError(f"kernel takes {len(self._inputs)} arrays, got {len(arrays)}")
-        args = self._args_type()
-        for k, (a, (dtype, rank)) in enumerate(zip(arrays, self._inputs)):
+        for a, (dtype, rank) in zip(arrays, self._inputs):
             # C-contiguous and aligned (flags 0x1 | 0x100), of the compiled dtype and rank
             if ((a.dtype is not dtype and a.dtype != dtype) or a.ndim != rank
                     or (a.flags.num & 0x101) != 0x101):
                 return self._fallback()(*arrays)
-            args[k] = id(a)
-        return self._finish(self._fn(args, self._consts), arrays)
+        return self._finish(self._fn(*arrays), arrays)
 
     def call_trusted(self, arrays):
         """Call with a list of arrays the caller has already checked: C-contiguous, aligned,
         of the compiled dtypes and ranks (runtime/clustering.py does, once per signature)."""
-        return self._finish(self._fn(self._args_type(*map(id, arrays)), self._consts), arrays)
+        return self._finish(self._fn(*arrays), arrays)
 
     def _finish(self, outs, arrays):
         if outs is None:   # the kernel raised
