@@ -82,7 +82,6 @@ def schedule_text(schedule) -> str:
 def compile_program(program, constants=(), stages: Stages | None = None):
     """Optimize, schedule, generate and build a kernel-IR program."""
     from ..targets.cpu.build import build_cached
-    from ..targets.cpu.native import on_native
 
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
@@ -91,10 +90,7 @@ def compile_program(program, constants=(), stages: Stages | None = None):
     stages.add("schedule", schedule_text(schedule))
     kernel, source = build_cached(program, lambda: _generate(schedule))
     stages.add("source", source)
-    cluster = CompiledCluster(kernel, source, list(constants), stages, schedule)
-    # a kernel compiled here is replaced by its cached entry point once that is written
-    on_native(kernel, lambda k: setattr(cluster, "kernel", k))
-    return cluster
+    return CompiledCluster(kernel, source, list(constants), stages, schedule)
 
 
 def drop_unused_constants(program, constants: list):

@@ -110,3 +110,34 @@ def acquire_gil(typingctx, state):
         return context.get_dummy_value()
 
     return types.none(state), codegen
+
+
+def kernel_caller(symbol: str, argtypes: tuple, restype):
+    """An intrinsic `call_kernel((arrays...)) -> (ok, outputs)` that calls the numba-compiled
+    function `symbol` (numba's calling convention, `argtypes` -> `restype`) through a
+    declaration only: the entry point's module does not contain (and compile again) the
+    kernel's code, which stays in the kernel's own object code.  `ok` is False when the
+    kernel raised; the outputs are then empty (null) arrays."""
+    from numba.core import cgutils
+
+    @intrinsic
+    def call_kernel(typingctx, arrays):
+        if tuple(getattr(arrays, "types", ())) != tuple(argtypes):
+            return None
+        result = types.Tuple((types.boolean, restype))
+
+        def codegen(context, builder, signature, args):
+            values = [builder.extract_value(args[0], i) for i in range(len(argtypes))]
+            fnty = context.call_conv.get_function_type(restype, list(argtypes))
+            fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+            status, value = context.call_conv.call_function(builder, fn, restype,
+                                                            list(argtypes), values)
+            ok = builder.not_(status.is_error)
+            slot = cgutils.alloca_once(builder, context.get_value_type(restype), zfill=True)
+            with builder.if_then(ok):
+                builder.store(value, slot)
+            return context.make_tuple(builder, result, [ok, builder.load(slot)])
+
+        return result(arrays), codegen
+
+    return call_kernel

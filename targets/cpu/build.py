@@ -9,9 +9,11 @@ Compilation is lazy, on the first call.
 `build_cached(program, make_source) -> (kernel, source)` is what the pipeline calls: it
 keys the optimized IR (cache.py), returns a kernel already built in this process, else
 loads the entry from the disk cache (native.py: no numba import, no compile), else calls
-`make_source()`, builds with numba and stores a cache entry: `kernel.o`, the object code of
-a C-ABI entry point compiled with `numba.cfunc` on a
-writer thread, so the first result does not wait for it (`wait_for_cache_writes()`):
+`make_source()`, compiles the kernel with numba and a C-ABI entry point for it with
+`numba.cfunc`, which then serves this process's calls too, and stores a cache entry on a
+writer thread, so the first result does not wait for the disk (`wait_for_cache_writes()`):
+`kernel.o` (the kernel's object code, as numba compiled it), `entry.o` (the entry point's,
+calling the kernel by symbol):
 
     flowjit_entry(self, args, nargs) -> a new reference to the tuple of output arrays,
                                         or to None when the kernel raised
@@ -41,8 +43,8 @@ from .matmul_code import gemm_mode, split_blocks
 log = logging.getLogger("flowjit.cache")
 
 NJIT_OPTIONS = dict(error_model="numpy", nogil=True)
-ABI = "flowjit_entry-6"
-ENTRY_FILES = ("kernel.o", "kernel.json", "source.py")
+ABI = "flowjit_entry-7"
+ENTRY_FILES = ("kernel.o", "entry.o", "kernel.json", "source.py")
 _built: dict = {}   # key -> (kernel, source): kernels built or loaded in this process
 _writers: list = []  # threads writing cache entries (the first result need not wait for them)
 cache.static_material()   # fingerprint the code files now, when this code was loaded
@@ -103,44 +105,42 @@ def build_cached(program: Program, make_source) -> tuple:
             cache.discard_entry(key)
     source = make_source()
     kernel = build_kernel(source)
-    handle = None
     if cache.cache_dir() is not None:
-        # Compile now, for the C-contiguous arrays every caller passes, so the entry point
-        # compiled by the writer thread never holds numba's compiler lock across it.
-        kernel.compile(_signature(program))
-        handle = native.SwitchingKernel(kernel, wrap=lambda k: single_threaded_blas(k, source))
-        handle.on_switch(lambda k: _built.__setitem__(key, (k, source)))
-        writer = threading.Thread(target=_store_entry, args=(key, material, source, program,
-                                                             kernel, handle),
-                                  name=f"flowjit-cache-{key[:8]}")
-        _writers.append(writer)
-        writer.start()
-    kernel = single_threaded_blas(handle or kernel, source)
+        kernel = _with_entry(key, material, source, program, kernel)
+    kernel = single_threaded_blas(kernel, source)
     _built[key] = (kernel, source)
     return kernel, source
 
 
-def _store_entry(key: str, material: dict, source: str, program: Program, kernel,
-                 handle) -> None:
-    """Compile the entry point and write the cache entry (runs on a writer thread); then
-    `handle` switches this process's calls to the entry point (cheaper to call than
-    numba's dispatcher, as in a process that loads the entry from the cache)."""
+def _with_entry(key: str, material: dict, source: str, program: Program, kernel):
+    """Compile `kernel` now, for the C-contiguous arrays every caller passes, and its entry
+    point (a few hundred ms: it calls the kernel by symbol); the entry point serves this
+    process's calls as it serves a process that loads it from the cache (cheaper to call
+    than numba's dispatcher, which would also compile the kernel again for read-only
+    arrays), and a writer thread stores the cache entry.  Should the entry point fail,
+    numba's dispatcher serves the calls and nothing is cached."""
+    kernel.compile(_signature(program))
     try:
         files = compile_entry(source, program, kernel)
+        entry = native.NativeKernel(files, lambda: kernel, ABI)
     except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
         log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
                     type(e).__name__, e)
-        return
+        return kernel
+    writer = threading.Thread(target=_store_entry, args=(key, material, files),
+                              name=f"flowjit-cache-{key[:8]}")
+    _writers.append(writer)
+    writer.start()
+    return entry
+
+
+def _store_entry(key: str, material: dict, files: dict) -> None:
+    """Write the cache entry (on a writer thread: the first result need not wait)."""
     if cache.code_fingerprint() == material["flowjit_code"]:
         cache.write_entry(key, material, files)
     else:  # this process may run code older than the files: its key would lie
         log.info("flowjit cache: source files changed since this process started; "
                  "kernel %s not cached", key[:16])
-    try:
-        handle.switch_to(native.NativeKernel(files, lambda: kernel, ABI))
-    except Exception as e:  # noqa: BLE001 - numba's dispatcher keeps serving the calls
-        log.info("flowjit cache: kernel %s stays on numba's dispatcher (%s: %s)", key[:16],
-                 type(e).__name__, e)
 
 
 def _signature(program: Program) -> tuple:
@@ -199,41 +199,59 @@ def entry_source(inputs, outputs) -> str:
             dims = "".join(f"d{i}[{j}], " for j in range(rank))
             lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
     call = ", ".join(f"in{i}" for i in range(len(inputs)))
-    lines += ["    state = release_gil()", "    try:", f"        outs = kernel({call})",
-              "    except Exception:", "        acquire_gil(state)", "        return new_none()",
-              "    acquire_gil(state)", "    return box_outputs(outs, consts)"]
+    lines += ["    state = release_gil()", f"    ok, outs = call_kernel(({call},))",
+              "    acquire_gil(state)", "    if not ok:", "        return new_none()",
+              "    return box_outputs(outs, consts)"]
     return "\n".join(lines) + "\n"
 
 
 def compile_entry(source: str, program: Program, kernel) -> dict:
-    """Compile the C-ABI entry point around `kernel`; the files of its cache entry."""
+    """Compile the C-ABI entry point of `kernel` (compiled already for `_signature(program)`);
+    the files of its cache entry.
+
+    The entry calls the kernel by its symbol, so compiling it costs a few hundred ms: its
+    module holds the wrapper only.  Linking the kernel in (as a numba function calling
+    another would) re-optimized and compiled all the kernel's code a second time, as long
+    as the kernel's own compile.  The kernel's object code is the one numba already made."""
     import numba
     import numpy as np
     from numba import types
 
+    from . import native
     from ._entry_intrinsics import (acquire_gil, as_int64_ptr, as_voidptr, box_outputs,
-                                    new_none, release_gil)
+                                    kernel_caller, new_none, release_gil)
 
+    compiled = kernel.overloads[_signature(program)]
+    symbol = compiled.fndesc.mangled_name
+    address = compiled.library.get_pointer_to_function(symbol)
+    if not address:
+        raise LookupError(f"kernel symbol {symbol} has no address")
+    native.ensure_runtime(parallel=False)["ll"].add_symbol(symbol, address)
     inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
     outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
-    namespace = {"np": np, "carray": numba.carray, "kernel": kernel,
+    ret = compiled.signature.return_type
+    namespace = {"np": np, "carray": numba.carray,
+                 "call_kernel": kernel_caller(symbol, compiled.signature.args, ret),
                  "as_voidptr": as_voidptr, "box_outputs": box_outputs,
                  "new_none": new_none, "as_int64_ptr": as_int64_ptr,
                  "release_gil": release_gil, "acquire_gil": acquire_gil}
     exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
     sig = types.int64(types.int64, types.CPointer(types.int64), types.int64)
     entry = numba.cfunc(sig, **NJIT_OPTIONS)(namespace["flowjit_entry"])
-    library = entry._library
-    module = library._final_module
-    symbols = sorted({f.name for f in module.functions
-                      if f.is_declaration and not f.name.startswith("llvm.")}
-                     | {g.name for g in module.global_variables if g.is_declaration})
-    obj = library.serialize_using_object_code()[2][0]
+    defined = {symbol}
+    symbols: set = set()
+    for library in (compiled.library, entry._library):
+        module = library._final_module
+        defined |= {f.name for f in module.functions if not f.is_declaration}
+        symbols |= {f.name for f in module.functions
+                    if f.is_declaration and not f.name.startswith("llvm.")}
+        symbols |= {g.name for g in module.global_variables if g.is_declaration}
+    kernel_obj = compiled.library.serialize_using_object_code()[2][0]
+    entry_obj = entry._library.serialize_using_object_code()[2][0]
     # Output dtypes as numba typed the kernel (what the object code really returns).
-    ret = kernel.overloads[_signature(program)].signature.return_type
     outputs = [(np.dtype(str(t.dtype)).name, t.ndim) for t in getattr(ret, "types", ())]
     meta = {"abi": ABI, "entry": entry.native_name, "inputs": inputs, "outputs": outputs,
-            "parallel": "prange(" in source, "symbols": symbols,
+            "parallel": "prange(" in source, "symbols": sorted(symbols - defined),
             "donated": [list(pair) for pair in program.donated]}
-    return {"kernel.o": bytes(obj), "kernel.json": json.dumps(meta).encode(),
-            "source.py": source.encode()}
+    return {"kernel.o": bytes(kernel_obj), "entry.o": bytes(entry_obj),
+            "kernel.json": json.dumps(meta).encode(), "source.py": source.encode()}

@@ -155,17 +155,19 @@ def ensure_runtime(parallel: bool) -> dict:
         return _runtime
 
 
-def load_object(obj: bytes, entry: str) -> int:
-    """Load object code with MCJIT (its undefined symbols resolved against those
-    registered with LLVM) and return the address of function `entry`; the code stays
-    loaded for the life of the process.  ensure_runtime() must have run."""
+def load_object(objects, entry: str) -> int:
+    """Load object code (one object file, or several that refer to one another) with MCJIT,
+    their other undefined symbols resolved against those registered with LLVM, and return
+    the address of function `entry`; the code stays loaded for the life of the process.
+    ensure_runtime() must have run."""
     ll = _runtime["ll"]
     target = ll.Target.from_default_triple()
     tm = target.create_target_machine(cpu=ll.get_host_cpu_name(),
                                       features=ll.get_host_cpu_features().flatten(),
                                       opt=3, codemodel="jitdefault")
     engine = ll.create_mcjit_compiler(ll.parse_assembly(""), tm)
-    engine.add_object_file(ll.ObjectFileRef.from_data(obj))
+    for obj in ([objects] if isinstance(objects, bytes) else objects):
+        engine.add_object_file(ll.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(entry)
     if not address:
@@ -237,7 +239,7 @@ class NativeKernel:
                    if not ll.address_of_symbol(s) and not hasattr(process, s)]
         if missing:
             raise LookupError(f"unresolved symbols {missing[:5]}")
-        address = load_object(files["kernel.o"], meta["entry"])
+        address = load_object((files["kernel.o"], files["entry.o"]), meta["entry"])
         self._inputs = [(np.dtype(d), r) for d, r in meta["inputs"]]
         # outputs written into a donated input's array: handed back as that array, not copied
         self._donated = {k: p for p, k in meta.get("donated", ())}
@@ -281,54 +283,3 @@ class NativeKernel:
         if p is not None and arrays[p].ctypes.data == z.ctypes.data:
             return arrays[p]
         return np.array(z)
-
-
-class SwitchingKernel:
-    """A kernel compiled in this process: numba's dispatcher until the cache writer has
-    built the entry point, then that NativeKernel.  Holders that want the entry point itself
-    (no forwarding call in between) register with `on_switch(callback)`: the callback gets
-    the new kernel, wrapped by `wrap` as the dispatcher was, once it exists (at once if it
-    already does).  Until they swap, calls through this object work all along."""
-
-    def __init__(self, dispatcher, wrap=None):
-        self.dispatcher = dispatcher
-        self._native = None
-        self._wrap = wrap or (lambda k: k)
-        self._listeners: list = []
-        self._lock = threading.Lock()
-
-    def switch_to(self, native_kernel) -> None:
-        with self._lock:
-            self._native = native_kernel
-            listeners, self._listeners = self._listeners, []
-        wrapped = self._wrap(native_kernel)
-        for callback in listeners:
-            callback(wrapped)
-
-    def on_switch(self, callback) -> None:
-        with self._lock:
-            if self._native is None:
-                self._listeners.append(callback)
-                return
-        callback(self._wrap(self._native))
-
-    def __call__(self, *arrays):
-        target = self._native
-        return target(*arrays) if target is not None else self.dispatcher(*arrays)
-
-    def call_trusted(self, arrays):
-        target = self._native
-        if target is not None:
-            return target.call_trusted(arrays)
-        return self.dispatcher(*arrays)
-
-    def __getattr__(self, name):  # py_func, signatures, inspect_asm, ... of the dispatcher
-        return getattr(self.dispatcher, name)
-
-
-def on_native(kernel, callback) -> None:
-    """Call `callback(new_kernel)` when `kernel` (or the SwitchingKernel it wraps) switches
-    to its native entry point; nothing for kernels that never switch."""
-    handle = kernel if type(kernel) is SwitchingKernel else getattr(kernel, "kernel", None)
-    if type(handle) is SwitchingKernel:
-        handle.on_switch(callback)
