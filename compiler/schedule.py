@@ -330,16 +330,22 @@ def plan_memory(sched: Schedule):
             if len(g.members) == 1 and _plan_box_update(sched, m, readers, group_of, outputs,
                                                         taken):
                 continue
-            for prod, idx in _loads_of(sched.resolved[id(m)]):
-                if not _can_take_buffer(sched, prod, m, outputs, taken):
+            # a donated argument first: writing there also saves the copy back to it
+            loads = sorted(_loads_of(sched.resolved[id(m)]),
+                           key=lambda load: load[0].kind is not NodeKind.INPUT)
+            for prod, idx in loads:
+                donated = _donated_for(sched, prod, m)
+                if not (donated or _can_take_buffer(sched, prod, m, outputs, taken)):
                     continue
                 uses = readers.get(id(prod), [])
                 own_index = tuple(ir.axis_vars(len(m.shape)))
                 if all(r is m and i is not None and tuple(i) == own_index for r, i in uses):
                     sched.reuse[id(m)] = prod
                     taken.add(id(prod))
-                    sched.notes.append(f"{m.name}: written in place into {prod.name}'s buffer "
-                                       "(its only reader, same index, shape and dtype)")
+                    where = (f"input {prod.attr[0]}'s array (donated)" if donated
+                             else f"{prod.name}'s buffer")
+                    sched.notes.append(f"{m.name}: written in place into {where} (its only "
+                                       "reader, same index, shape and dtype)")
                     break
 
 
@@ -351,6 +357,19 @@ def _can_take_buffer(sched: Schedule, prod, m, outputs, taken) -> bool:
                 or id(prod) in taken or id(prod) in sched.local or id(prod) in sched.scratch
                 or id(prod) in sched.inline or prod.dtype is not m.dtype
                 or tuple(prod.shape) != tuple(m.shape))
+
+
+def _donated_for(sched: Schedule, prod, m) -> bool:
+    """Whether input `prod` was donated for an output that `m` is (the caller's argument
+    takes that result: `c += ...` on an argument), so m may write into its array; `m` is
+    not also an output of another position, and prod is not itself an output."""
+    if prod.kind is not NodeKind.INPUT or prod.dtype is not m.dtype \
+            or tuple(prod.shape) != tuple(m.shape):
+        return False
+    position = prod.attr[0]
+    outs = [k for k, o in enumerate(sched.program.outputs) if o is m]
+    return (len(outs) == 1 and (position, outs[0]) in sched.program.donated
+            and not any(o is prod for o in sched.program.outputs))
 
 
 def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> bool:

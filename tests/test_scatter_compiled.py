@@ -121,3 +121,30 @@ def test_a_read_only_argument_is_refused_before_any_write():
     with pytest.raises(ValueError, match="read-only"):
         sgd_rows_jit(table, np.array([1, 2]), np.ones((2, 2)), 0.5)
     np.testing.assert_array_equal(table, np.arange(12.0).reshape(6, 2))
+
+
+def rank_k_update(c, a, alpha):
+    c += alpha * (a @ a.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_array_update_of_a_donated_argument_is_written_in_place(dtype):
+    """`c += ...` on an argument: the last loop nest reads c only at its own index, so it
+    writes the caller's array directly (no output buffer, no copy back); an argument that
+    shares c's memory gets a private copy first, so the result is still NumPy's."""
+    f = tf.jit(rank_k_update)
+    a = RNG.standard_normal((37, 11)).astype(dtype)
+    c = RNG.standard_normal((37, 37)).astype(dtype)
+    want = c.copy()
+    rank_k_update(want, a, 0.5)
+    before = c.ctypes.data
+    f(c, a, 0.5)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    assert c.ctypes.data == before
+    assert "input 0's array (donated)" in f.lower(c, a, 0.5).stage("schedule")
+    shared = RNG.standard_normal((37, 37)).astype(dtype)
+    view = shared.reshape(-1)[:37 * 11].reshape(37, 11)   # a is c's first rows' memory
+    expected = shared.copy()
+    rank_k_update(expected, view.copy(), 0.5)
+    f(shared, view, 0.5)
+    np.testing.assert_allclose(shared, expected, rtol=1e-5, atol=1e-5)

@@ -257,3 +257,36 @@ def _matmul_into(a, b, out):
         np.dot(a, b, out)
 
     return blas
+
+
+def gram_block(a, out, lo, hi):
+    """out[lo:hi, :hi] = rows lo..hi of a @ a.T (the first hi columns), on one thread."""
+    out[lo:hi, :hi] = a[lo:hi] @ a[:hi].T
+
+
+def gram_block_t(a, out, lo, hi):
+    """out[lo:hi, :hi] = rows lo..hi of a.T @ a (the first hi columns), on one thread."""
+    out[lo:hi, :hi] = a[:, lo:hi].T @ a[:, :hi]
+
+
+def _gram_overload(transposed: bool):
+    def typer(a, out, lo, hi):
+        from .gemm_entry import external_gemm
+
+        name = str(out.dtype)
+        if name not in GEMMS or a.dtype != out.dtype:
+            return None
+        shared = external_gemm(name)
+        if transposed:
+            def impl(a, out, lo, hi):
+                shared(a[:, lo:hi].T, a[:, :hi], out[lo:hi, :hi], 1)
+        else:
+            def impl(a, out, lo, hi):
+                shared(a[lo:hi], a[:hi].T, out[lo:hi, :hi], 1)
+        return impl
+
+    return typer
+
+
+overload(gram_block, jit_options=_JIT, inline="always")(_gram_overload(False))
+overload(gram_block_t, jit_options=_JIT, inline="always")(_gram_overload(True))

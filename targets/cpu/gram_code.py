@@ -30,7 +30,13 @@ def is_gram(node) -> bool:
 
 def gram_lines(gen, a: str, out: str, n: str, transposed: bool) -> list:
     """Statements filling `out` (n x n, allocated) with the Gram product of buffer `a`."""
+    from .matmul_code import gemm_mode
+
     half = GRAM_BLOCKS // 2
+    if gemm_mode() == "own":
+        block_call = f"gram_block{'_t' if transposed else ''}({a}, {out}, lo, hi)"
+    else:
+        block_call = f"gram_rows({a}, {out}, lo, hi, {transposed})"
     return [
         f"for pair in prange({half}):",
         "    for side in range(2):",
@@ -38,7 +44,7 @@ def gram_lines(gen, a: str, out: str, n: str, transposed: bool) -> list:
         f"        lo = blk * {n} // {GRAM_BLOCKS}",
         f"        hi = (blk + 1) * {n} // {GRAM_BLOCKS}",
         "        if hi > lo:",
-        f"            gram_rows({a}, {out}, lo, hi, {transposed})",
+        f"            {block_call}",
         "            for i in range(hi):",   # the block's columns of the upper triangle
         "                for j in range(max(lo, i + 1), hi):",
         f"                    {out}[i, j] = {out}[j, i]",
