@@ -177,3 +177,24 @@ def test_last_axis_reduction_keeps_rows_outside():
                                    schedule.resolved[id(schedule.groups[0].members[0])])
     for k in reduction_loads(lowered.source):
         assert enclosing_loops(lowered.source, k)[-1] == "r0"
+
+
+def _broadcast_checks(ids, lo):
+    """Full AND/MAX/OR reductions of values broadcast along a constant axis of 6."""
+    wide = ids[:, None] + np.zeros((1, 6), dtype=ids.dtype)
+    return np.all(wide >= lo), np.max(wide * 2), np.any(wide == 3)
+
+
+@pytest.mark.parametrize("n", [1, 5, 70000])
+def test_idempotent_full_reductions_skip_axes_their_values_repeat_along(n):
+    """all/any/max of a value that does not vary along a (constant, non-empty) axis do not
+    loop over that axis (reduce_nests._repeat_axes); results equal NumPy's either way."""
+    f = flowjit.jit(_broadcast_checks)
+    ids = RNG.integers(-2, 9, n)
+    for lo in (-3, 0):
+        got = f(ids, lo)
+        want = _broadcast_checks(ids, lo)
+        assert [bool(g) if g.dtype == bool else int(g) for g in got] == \
+            [bool(w) if np.asarray(w).dtype == bool else int(w) for w in want]
+    source = f.lower(ids, 0).source
+    assert "for r1 in" not in source

@@ -127,6 +127,7 @@ def full_reduce_code(gen, group) -> list:
     lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
     work = " * ".join(gen.size_text(d) for d in m.rshape)
     acc, total = gen.names.fresh("pacc"), gen.names.fresh("acc")
+    skipped = _repeat_axes(m, body)
 
     def nest(parallel):
         em = gen.emitter([ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + list(m.raxes))
@@ -140,6 +141,9 @@ def full_reduce_code(gen, group) -> list:
         loops += [(f"r{k}", f"range({gen.size_text(d)})")
                   for k, d in enumerate(m.rshape) if k > 0]
         for level, (name, rng) in enumerate(loops, start=2):
+            if level - 2 in skipped:
+                out += [indent + s for s in em.take(level)]
+                continue
             out.append(f"{indent}for {name} in {rng}:")
             indent += "    "
             out += [indent + s for s in em.take(level)]
@@ -154,6 +158,18 @@ def full_reduce_code(gen, group) -> list:
     combine.append(gen.store(m, 0, scalar_code.reduce_result(m.attr, total, m.dtype)))
     return lines + gen.branch(list(m.rshape), work, lambda: nest(True),
                               lambda: nest(False)) + combine
+
+
+def _repeat_axes(m, body) -> set:
+    """Reduction axes (after the first) that an AND/OR/MAX/MIN need not loop over: the body
+    does not depend on them and their extent is a constant above zero, so every step would
+    combine the same value again (an index check broadcast along a row: `all(ids valid)`
+    over ids[:, None] and 64 columns)."""
+    if m.attr not in (ir.Combiner.AND, ir.Combiner.OR, ir.Combiner.MAX, ir.Combiner.MIN):
+        return set()
+    used = {e.attr for e in ir.walk(body) if e.op is Scalar.VAR}
+    return {k for k, d in enumerate(m.rshape) if k > 0 and ("r", k) not in used
+            and ir.is_const(d) and d.attr > 0}
 
 
 def is_column_group(schedule, group) -> bool:
