@@ -23,7 +23,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-from .gemm import GEMMS, _SPLIT, _JIT
+from .gemm import _JIT, _SPLIT
 
 SIGNATURE = types.intp(*([types.intp] * 13))   # returns 0 (a C void would be declared ptr)
 

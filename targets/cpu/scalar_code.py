@@ -24,7 +24,8 @@ from .reduce_steps import radd, rmax, rmin  # noqa: F401 - called by generated c
 
 __all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "ishl", "ishr", "np", "math", "VM_exp",
            "VM_log", "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
-           "empty_buffer", "gemm_parallel", "gram_block", "gram_block_t", "gram_rows", "matmul_into", "radd", "rmax", "rmin"]
+           "empty_buffer", "gemm_parallel", "gram_block", "gram_block_t", "gram_rows",
+           "matmul_into", "radd", "rmax", "rmin"]
 
 _INLINE = dict(inline="always", error_model="numpy")
 
