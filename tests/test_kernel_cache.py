@@ -263,6 +263,9 @@ def test_a_kernel_compiled_here_runs_its_entry_point(tmp_path, monkeypatch):
     assert type(f.lower(x, y).entry.cluster.kernel) is native.NativeKernel
     np.testing.assert_array_equal(f(x, y), first)
     np.testing.assert_allclose(first, np.tanh(x * 1.25) - y / 3.0, rtol=1e-12)
+    kernel = f.lower(x, y).entry.cluster.kernel
+    with pytest.raises(TypeError):      # the entry point checks its argument count
+        kernel.call_trusted([x])
 
 
 def test_entry_points_release_the_gil_while_the_kernel_runs(tmp_path, monkeypatch):

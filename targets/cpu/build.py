@@ -188,6 +188,8 @@ def entry_source(inputs, outputs) -> str:
     (data at byte 16, dimensions at 32), a layout that native.py verifies on the running
     NumPy before it loads any entry.  The GIL is released while the kernel runs."""
     lines = ["def flowjit_entry(self, args, nargs):",
+             f"    if nargs != {len(inputs)}:",     # never read past the arguments given
+             "        return new_none()",
              "    consts = as_int64_ptr(carray(as_voidptr(self), (5,), np.int64)[2])"]
     for i, (dt, rank) in enumerate(inputs):
         lines.append(f"    h{i} = carray(as_voidptr(args[{i}]), (5,), np.int64)")
