@@ -92,9 +92,20 @@ def _cmd_bench(args) -> int:
         from .benchmarks import training_step
 
         threads = args.threads or os.cpu_count() or 1
-        status = training_step.main([*timing, "--threads", str(threads)]
+        status = training_step.main([*timing, "--threads", str(threads),
+                                     "--systems", _training_systems(args.peers)]
                                     + (["--quick"] if args.quick else []))
     return status
+
+
+def _training_systems(peers: str) -> str:
+    """The training benchmark's systems for a --peers value: NumPy and every flowjit variant,
+    plus the named peers that have a training step (numexpr and numba have none)."""
+    from .benchmarks.training_step import SYSTEMS
+
+    names = [p.strip() for p in peers.split(",") if p.strip() and p.strip() != "none"]
+    return ",".join(s for s in SYSTEMS
+                    if s == "numpy" or s.startswith("flowjit") or s in names)
 
 
 def _cmd_run(args) -> int:

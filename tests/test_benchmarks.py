@@ -46,3 +46,14 @@ def test_measure_interleaves_and_counts_calls():
     assert [m.name for m in results] == ["a", "b"]
     assert all(len(m.times) == 3 and min(m.times) > 0 for m in results)
     assert calls["a"] > 3 and calls["b"] > 3
+
+
+def test_bench_peers_choose_the_training_peers_too():
+    """`python -m flowjit bench training --peers ...` runs NumPy, every flowjit variant and
+    the named peers that have a training step (numexpr and numba have none)."""
+    from flowjit.__main__ import _training_systems
+
+    assert _training_systems("none") == "numpy,flowjit,flowjit nojit,flowjit v&g"
+    assert _training_systems("numba,jax").split(",")[-1] == "jax"
+    assert _training_systems("numexpr,numba,jax,torch,tensorflow").endswith(
+        "jax,torch,tensorflow")
