@@ -20,16 +20,18 @@ def as_voidptr(typingctx, address):
 @intrinsic
 def box_outputs(typingctx, outs, consts):
     """Box a tuple of arrays into a Python tuple of NumPy arrays (a new reference, as an
-    integer), holding the GIL meanwhile.  consts[0] is the address of `numpy.ndarray`,
-    consts[1 + j] that of output j's dtype object.  Each array takes its own reference to
-    its NRT memory (memory not managed by NRT, e.g. an input's, is wrapped without an
-    owner: the caller copies such outputs before the inputs can go away)."""
+    integer), holding the GIL meanwhile.  `consts` is the address of int64 values: the
+    first is the address of `numpy.ndarray`, value 1 + j that of output j's dtype object.
+    Each array takes its own reference to its NRT memory (memory not managed by NRT,
+    e.g. an input's, is wrapped without an owner: the caller copies such outputs before the
+    inputs can go away)."""
     from llvmlite import ir as llir
     from numba.core import cgutils
 
     def codegen(context, builder, signature, args):
         tupty = signature.args[0]
-        tup, cptr = args
+        tup, address = args
+        cptr = builder.inttoptr(address, llir.IntType(64).as_pointer())
         pyapi = context.get_python_api(builder)
         i32 = llir.IntType(32)
         voidptr = llir.IntType(8).as_pointer()
@@ -67,16 +69,6 @@ def new_none(typingctx):
         return builder.ptrtoint(none, context.get_value_type(types.intp))
 
     return types.intp(), codegen
-
-
-@intrinsic
-def as_int64_ptr(typingctx, address):
-    """An integer address as a pointer to int64."""
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
-
-    return types.CPointer(types.int64)(address), codegen
 
 
 @intrinsic

@@ -190,7 +190,7 @@ def entry_source(inputs, outputs) -> str:
     lines = ["def flowjit_entry(self, args, nargs):",
              f"    if nargs != {len(inputs)}:",     # never read past the arguments given
              "        return new_none()",
-             "    consts = as_int64_ptr(carray(as_voidptr(self), (5,), np.int64)[2])"]
+             "    consts = carray(as_voidptr(self), (5,), np.int64)[2]"]
     for i, (dt, rank) in enumerate(inputs):
         lines.append(f"    h{i} = carray(as_voidptr(args[{i}]), (5,), np.int64)")
         ptr = f"as_voidptr(h{i}[2])"
@@ -220,8 +220,8 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     from numba import types
 
     from . import native
-    from ._entry_intrinsics import (acquire_gil, as_int64_ptr, as_voidptr, box_outputs,
-                                    kernel_caller, new_none, release_gil)
+    from ._entry_intrinsics import (acquire_gil, as_voidptr, box_outputs, kernel_caller,
+                                    new_none, release_gil)
 
     compiled = kernel.overloads[_signature(program)]
     symbol = compiled.fndesc.mangled_name
@@ -235,8 +235,7 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     namespace = {"np": np, "carray": numba.carray,
                  "call_kernel": kernel_caller(symbol, compiled.signature.args, ret),
                  "as_voidptr": as_voidptr, "box_outputs": box_outputs,
-                 "new_none": new_none, "as_int64_ptr": as_int64_ptr,
-                 "release_gil": release_gil, "acquire_gil": acquire_gil}
+                 "new_none": new_none, "release_gil": release_gil, "acquire_gil": acquire_gil}
     exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
     sig = types.int64(types.int64, types.CPointer(types.int64), types.int64)
     entry = numba.cfunc(sig, **NJIT_OPTIONS)(namespace["flowjit_entry"])

@@ -68,7 +68,7 @@ def _load(dtype_name: str) -> int | None:
         if meta.get("abi") != ABI:
             raise LookupError(f"entry made for ABI {meta.get('abi')!r}")
         native.ensure_runtime(parallel=True)
-        address = native.load_object(files["gemm.o"], meta["entry"])
+        address = native.load_object((files["gemm.o"],), meta["entry"])
         log.info("flowjit cache: loaded the %s GEMM from %s", dtype_name, cache.cache_dir())
         return address
     except Exception as e:  # noqa: BLE001 - any failure to load means: rebuild

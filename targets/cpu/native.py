@@ -156,7 +156,7 @@ def ensure_runtime(parallel: bool) -> dict:
 
 
 def load_object(objects, entry: str) -> int:
-    """Load object code (one object file, or several that refer to one another) with MCJIT,
+    """Load object files (bytes; they may refer to one another) with MCJIT,
     their other undefined symbols resolved against those registered with LLVM, and return
     the address of function `entry`; the code stays loaded for the life of the process.
     ensure_runtime() must have run."""
@@ -166,7 +166,7 @@ def load_object(objects, entry: str) -> int:
                                       features=ll.get_host_cpu_features().flatten(),
                                       opt=3, codemodel="jitdefault")
     engine = ll.create_mcjit_compiler(ll.parse_assembly(""), tm)
-    for obj in ([objects] if isinstance(objects, bytes) else objects):
+    for obj in objects:
         engine.add_object_file(ll.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(entry)
