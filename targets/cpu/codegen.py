@@ -39,11 +39,13 @@ class _Names:
 class _Emitter:
     """Turns resolved expressions into hoisted statements for one loop nest."""
 
-    def __init__(self, gen, loop_vars):
+    def __init__(self, gen, loop_vars, unsigned_index: bool = False):
         self.gen = gen
+        self.unsigned_index = unsigned_index
         self.levels = {id(v): k + 1 for k, v in enumerate(loop_vars)}
         self.stmts: dict = {}     # level -> list of lines
         self.names: dict = {}     # id(expr) -> (name, level)
+        self._named: list = []    # those expressions, kept alive so no id is reused
 
     def level_of(self, e) -> int:
         hit = self.names.get(id(e))
@@ -68,6 +70,8 @@ class _Emitter:
             return self.gen.dim_name(e)
         args = [self.value(a) for a in e.args]
         if op is Scalar.LOAD:
+            if self.unsigned_index:
+                args = [scalar_code.unsigned(a) for a in args]
             text = self.gen.load_text(e.attr, args)
         else:
             text = scalar_code.render(op, e.dtype, args, [a.dtype for a in e.args],
@@ -76,6 +80,7 @@ class _Emitter:
         name = self.gen.names.fresh()
         self.stmts.setdefault(level, []).append(f"{name} = {text}")
         self.names[id(e)] = (name, level)
+        self._named.append(e)
         return name
 
     def take(self, level: int) -> list:
@@ -125,9 +130,10 @@ class Generator:
             return f"{buf}[()]"
         return f"{buf}[{', '.join(args)}]"
 
-    def emitter(self, loop_vars) -> _Emitter:
-        """A statement emitter for a loop nest over `loop_vars` (outermost first)."""
-        return _Emitter(self, loop_vars)
+    def emitter(self, loop_vars, unsigned_index: bool = False) -> _Emitter:
+        """A statement emitter for a loop nest over `loop_vars` (outermost first); with
+        `unsigned_index`, every load indexes with unsigned indices (`scalar_code.unsigned`)."""
+        return _Emitter(self, loop_vars, unsigned_index)
 
     def size_text(self, e) -> str:
         em = _Emitter(self, ())
