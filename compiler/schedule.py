@@ -17,6 +17,9 @@ Rules (each recorded in `notes` when it splits a fusion):
   are materialized;
 - a COMPUTE read by several consumers is materialized if it is expensive (transcendental
   functions or a body of more than 12 operations), otherwise recomputed in each;
+- a COMPUTE read broadcast, by a consumer looping over an axis outside the ones it is read
+  at, is materialized unless it is cheap (at most 4 operations, none a division, root,
+  power or transcendental function): inlined, it would be recomputed along that axis;
 - a node joins the current group when its leading dimensions are the group's outer space
   and it reads earlier members only at the current outer index;
 - a *column reduction* (`is_column_reduction`: e.g. `x.sum(axis=0)` of a row-major matrix)
@@ -116,9 +119,53 @@ def decide_inlining(program: ir.Program):
                          f"{len(reads)} places by {len(users)} consumers and costly to "
                          f"recompute: {cost} ops{', transcendental' if transcendental else ''})")
             continue
+        if (transcendental or cost > _BROADCAST_CHEAP or _divides(n, inline, nodes)) and \
+                any(_recomputed_along(u, idx) for u in users for p, idx in _loads(u)
+                    if p is n):
+            notes.append(f"{n.name}: materialized, not fused into {users[0].name} (that "
+                         f"loops over an axis outside the ones {n.name} is read at, so its "
+                         f"{cost} ops would run again at every step of that axis)")
+            continue
         inline.add(id(n))
         notes.append(f"{n.name}: fused into {', '.join(u.name for u in users)}")
     return inline, notes
+
+
+_BROADCAST_CHEAP = 4   # ops a broadcast producer may have and still be recomputed
+_SLOW_OPS = frozenset({Scalar.DIV, Scalar.FLOORDIV, Scalar.MOD, Scalar.POW, Scalar.SQRT})
+
+
+def _divides(node: Node, inline: set, nodes) -> bool:
+    """Whether `node`'s body (with its inlined producers) divides, takes a root or a power:
+    operations too slow to repeat for free even in a memory-bound loop."""
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n.body is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        for e in ir.walk(n.body):
+            if e.op in _SLOW_OPS:
+                return True
+            if e.op is Scalar.LOAD and id(e.attr) in inline:
+                stack.append(e.attr)
+    return False
+
+
+def _recomputed_along(user: Node, index) -> bool:
+    """Whether a load at `index` in `user` misses a loop of `user` (not of size 1) that runs
+    outside a loop it does use: inlined, the loaded value would be computed again at every
+    step of the missed loop (`A @ (y / s)` as a sum over k: `y[k] / s` once per row of A).
+    `user`'s loops run in the order of its axes, then its reduction axes."""
+    loops = list(zip(user.axes, user.shape))
+    if user.kind is NodeKind.REDUCE:
+        loops += list(zip(user.raxes, user.rshape))
+    used = {e.attr for a in index for e in ir.walk(a) if e.op is Scalar.VAR}
+    positions = [k for k, (v, _) in enumerate(loops) if v.attr in used]
+    if not positions:
+        return False
+    return any(v.attr not in used and not ir.is_const(extent, 1)
+               for v, extent in loops[:max(positions)])
 
 
 def resolve(expr, inline: set, nodes_by_id: dict):

@@ -191,8 +191,32 @@ def _lower_matmul(ctx, op, inputs):
     (m, ka), (kb, n) = (a.shape[::-1] if ta else a.shape), (b.shape[::-1] if tb else b.shape)
     ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
     dt = compute_dtype(a.dtype)
-    product = ir.matmul(cast_node(a, dt), cast_node(b, dt), ta, tb, (m, n))
-    return [cast_node(product, a.dtype)]
+    a, b = cast_node(a, dt), cast_node(b, dt)
+    if any(ir.is_const(d, 1) for d in (m, n, ka)):
+        product = _unit_dim_product(a, b, ta, tb, m, n, ka)
+    else:
+        product = ir.matmul(a, b, ta, tb, (m, n))
+    return [cast_node(product, inputs[0].dtype)]
+
+
+def _unit_dim_product(a, b, ta, tb, m, n, k):
+    """A product with a static size-1 dimension as loops of the compiler's own: a
+    matrix-vector or vector-matrix product (`m` or `n` is 1) is a sum over k (a row
+    reduction for `A @ x`, a column reduction for `x @ A`), an outer product (`k` is 1)
+    an elementwise multiply.  Both fuse with their neighbours, and run on every thread;
+    BLAS ran `x @ A` on one (a GEMM with one row) and `A @ x` as a GEMM of one column."""
+    from ..compiler import ir
+
+    i, j = ir.axis_vars(2)
+    row = ir.index(0) if ir.is_const(m, 1) else i      # a unit output axis reads index 0
+    col = ir.index(0) if ir.is_const(n, 1) else j
+    r = ir.index(0) if ir.is_const(k, 1) else ir.reduce_var(0)
+    body = ir.make(ir.Scalar.MUL, a.dtype,
+                   (ir.load(a, (r, row) if ta else (row, r)),
+                    ir.load(b, (col, r) if tb else (r, col))))
+    if ir.is_const(k, 1):
+        return ir.compute(a.dtype, (m, n), (i, j), body)
+    return ir.reduce(a.dtype, (m, n), (i, j), (r,), (k,), body, ir.Combiner.ADD)
 
 
 def _lower_batch_matmul(ctx, op, inputs):

@@ -24,7 +24,10 @@ from . import matmul_code, reduce_nests, scalar_code, scatter_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
-                             # later loop nests of a long kernel run on one thread
+                             # the loop nests with the most work get one (parallel_choice)
+GUESSED_SIZE = 1000          # a run-time size, when ranking loop nests by their work
+LARGE_WORK = 1_000_000        # elements: nests this large are parallel beyond the 8 ...
+MAX_LARGE_NESTS = 24         # ... up to this many (serial, each would cost >= ~0.3 ms)
 
 
 class _Names:
@@ -90,8 +93,10 @@ class _Emitter:
 class Generator:
     """State of generating one kernel module."""
 
-    def __init__(self, schedule: Schedule, name: str = "kernel"):
+    def __init__(self, schedule: Schedule, name: str = "kernel", parallel_choice=None):
         self.schedule = schedule
+        self.parallel_choice = parallel_choice  # indices of branch() calls made parallel
+        self.parallel_requests: list = []       # work estimate of each branch() call
         self.program = schedule.program
         self.name = name
         self.names = _Names()
@@ -103,6 +108,7 @@ class Generator:
         self.locals: dict = {}       # id(node) -> scalar variable name (current group)
         self.dims: dict = {}
         self.scratch_p: dict = {}    # id(node) -> outer rank, for per-row scratch buffers
+        self.squeezed: dict = {}     # id(node) -> (view without its size-1 axes, axes kept)
 
     # --- naming ---------------------------------------------------------------------------
     def constant(self, value, dtype) -> str:
@@ -128,7 +134,16 @@ class Generator:
         buf = self.buffers[id(node)]
         if not args:
             return f"{buf}[()]"
-        return f"{buf}[{', '.join(args)}]"
+        return self.indexed(node, args)
+
+    def indexed(self, node, args) -> str:
+        """`node`'s buffer at `args` (one index per axis), through its squeezed view (see
+        `allocate`) when it has one."""
+        view = self.squeezed.get(id(node))
+        if view is not None:
+            name, kept = view
+            return f"{name}[{', '.join(args[k] for k in kept)}]"
+        return f"{self.buffers[id(node)]}[{', '.join(args)}]"
 
     def emitter(self, loop_vars, unsigned_index: bool = False) -> _Emitter:
         """A statement emitter for a loop nest over `loop_vars` (outermost first); with
@@ -204,7 +219,17 @@ class Generator:
         self.buffers[id(node)] = name
         dims = [self.size_text(d) for d in node.shape]
         shape = "(" + "".join(f"{d}, " for d in dims) + ")"
-        return [f"{name} = empty_buffer({shape}, np.{node.dtype.np_dtype.name})"]
+        lines = [f"{name} = empty_buffer({shape}, np.{node.dtype.np_dtype.name})"]
+        kept = [k for k, d in enumerate(node.shape) if not ir.is_const(d, 1)]
+        if kept and len(kept) < len(node.shape):
+            # Loops read and write it through a view without its size-1 axes: inside a
+            # parallel loop (numba's outlined function) a size is no constant, so `buf[r,
+            # 0]` of an (n, 1) buffer has an unknown stride and does not vectorize (a
+            # matrix-vector product reading one ran 1.5x slower, measured).
+            view = f"{name}v"
+            self.squeezed[id(node)] = (view, kept)
+            lines.append(f"{view} = {name}.reshape(({''.join(dims[k] + ', ' for k in kept)}))")
+        return lines
 
     # --- groups ---------------------------------------------------------------------------
     def group_code(self, group) -> list:
@@ -254,12 +279,18 @@ class Generator:
         """The parallel and the serial version of a loop nest under a run-time test of the
         work; only one of them when the sizes are static (shape-specialized NumPy code), which
         also spares numba compiling a parallel region that would never run. At most
-        MAX_PARALLEL_NESTS loop nests per kernel get a parallel version."""
+        MAX_PARALLEL_NESTS loop nests per kernel get a parallel version: the first ones, or
+        those in `parallel_choice` (see generate_source)."""
         if all(ir.is_const(d) for d in dims):
             total = int(np.prod([d.attr for d in dims], dtype=np.int64))
             if total < PARALLEL_MIN_WORK:
                 return serial()
-        if self.parallel_budget <= 0:
+        request = len(self.parallel_requests)
+        self.parallel_requests.append(_work_estimate(dims))
+        if self.parallel_choice is not None:
+            if request not in self.parallel_choice:
+                return serial()
+        elif self.parallel_budget <= 0:
             return serial()
         self.parallel_budget -= 1
         if all(ir.is_const(d) for d in dims):
@@ -371,8 +402,10 @@ class Generator:
             idx = ", ".join(idx.split(", ")[p:]) or "()"
         if id(m) in self.locals:
             out.append(f"{indent}{self.locals[id(m)]} = {value}")
-        else:
+        elif id(m) in self.scratch_p or not m.shape:
             out.append(f"{indent}{self.buffers[id(m)]}[{idx if m.shape else '()'}] = {value}")
+        else:
+            out.append(f"{indent}{self.indexed(m, idx.split(', '))} = {value}")
         return out
 
     def store(self, m, p: int, value: str, indent: str = "") -> str:
@@ -382,6 +415,8 @@ class Generator:
         idx = [f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p)
         if id(m) in self.scratch_p:
             idx = idx[p:]
+        elif idx:
+            return f"{indent}{self.indexed(m, idx)} = {value}"
         return f"{indent}{self.buffers[id(m)]}[{', '.join(idx) or '()'}] = {value}"
 
     def matmul_code(self, node) -> list:
@@ -398,8 +433,31 @@ def _bounds(box_range, extent: str) -> str:
 
 
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:
-    """The Python source of the kernel module for `schedule`."""
-    return Generator(schedule, name).generate()
+    """The Python source of the kernel module for `schedule`.  When more loop nests could
+    run in parallel than MAX_PARALLEL_NESTS, the source is generated again with the ones
+    of the most work parallel, and beyond those up to MAX_LARGE_NESTS of at least
+    LARGE_WORK elements (the first ones, as the first pass has it, left 20 matrix-vector
+    products of an unrolled power iteration on one thread after the fourth)."""
+    first = Generator(schedule, name)
+    source = first.generate()
+    requests = first.parallel_requests
+    if len(requests) <= MAX_PARALLEL_NESTS:
+        return source
+    ranked = sorted(range(len(requests)), key=lambda k: (-requests[k], k))
+    chosen = ranked[:MAX_PARALLEL_NESTS] + [k for k in ranked[MAX_PARALLEL_NESTS:
+                                                            MAX_LARGE_NESTS]
+                                            if requests[k] >= LARGE_WORK]
+    again = Generator(schedule, name, frozenset(chosen))
+    second = again.generate()
+    return second if len(again.parallel_requests) == len(requests) else source
+
+
+def _work_estimate(dims) -> float:
+    """The elements a loop nest over `dims` visits, a run-time size counted GUESSED_SIZE."""
+    work = 1.0
+    for d in dims:
+        work *= d.attr if ir.is_const(d) else GUESSED_SIZE
+    return work
 
 
 def numpy_dtype_name(dtype) -> str:
