@@ -98,6 +98,13 @@ def _fold(e):
     node whose body is a constant is that constant."""
     if e.op is Scalar.LOAD and e.attr.kind is NodeKind.COMPUTE and ir.is_const(e.attr.body):
         return e.attr.body
+    if e.op is Scalar.LOAD and e.attr.kind is NodeKind.COMPUTE and e.args and \
+            all(a.op is Scalar.CONST for a in e.args) and \
+            not any(x.op is Scalar.LOAD for x in ir.walk(e.attr.body)):
+        # a constant element of a node computed from its indices and sizes alone (a shape
+        # vector's `select(i0 == 0, 100000, 64)` read at 0): that element's expression
+        body = ir.substitute(e.attr.body, {id(v): i for v, i in zip(e.attr.axes, e.args)})
+        return _fold_tree(body)
     if not e.args or not all(a.op is Scalar.CONST for a in e.args):
         return e
     if e.op in _FOLD and e.dtype.is_numeric or e.op in _FOLD and e.dtype.is_bool:
@@ -117,6 +124,14 @@ def _fold(e):
     if e.op is Scalar.NEG and e.dtype.is_floating:
         return ir.const(-e.args[0].attr, e.dtype)
     return e
+
+
+def _fold_tree(e):
+    """`e` folded and simplified bottom-up."""
+    if not e.args or e.op is Scalar.LOAD:
+        return e
+    args = tuple(_fold_tree(a) for a in e.args)
+    return _simplify(_fold(ir.make(e.op, e.dtype, args, e.attr)))
 
 
 def constant_fold(program: ir.Program) -> ir.Program:
@@ -154,6 +169,11 @@ def _simplify(e):
         if a[1] is a[2]:
             return a[1]
     return e
+
+
+def fold_and_simplify(e):
+    """`e` (whose operands are already folded) constant-folded, then simplified."""
+    return _simplify(_fold(e))
 
 
 def simplify(program: ir.Program) -> ir.Program:

@@ -169,7 +169,10 @@ def _recomputed_along(user: Node, index) -> bool:
 
 
 def resolve(expr, inline: set, nodes_by_id: dict):
-    """`expr` with loads of inlined nodes replaced by their (resolved) bodies."""
+    """`expr` with loads of inlined nodes replaced by their (resolved) bodies, folded and
+    simplified again (a producer's axis read at a constant index makes `0 == 0`)."""
+    from .passes import fold_and_simplify
+
     memo: dict = {}
 
     def go(e):
@@ -183,8 +186,8 @@ def resolve(expr, inline: set, nodes_by_id: dict):
             out = go(body)
         elif e.args:
             args = tuple(go(a) for a in e.args)
-            out = e if all(a is b for a, b in zip(args, e.args)) else \
-                ir.make(e.op, e.dtype, args, e.attr)
+            out = fold_and_simplify(e if all(a is b for a, b in zip(args, e.args)) else
+                                    ir.make(e.op, e.dtype, args, e.attr))
         else:
             out = e
         memo[id(e)] = (e, out)  # holding e: a freed temporary's id would be reused

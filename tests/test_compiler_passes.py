@@ -49,6 +49,19 @@ def test_constant_folding_of_scalar_arithmetic():
     assert "7.0" in text
 
 
+def test_an_element_of_a_shape_vector_folds_to_its_value():
+    """`tf.shape(x)` lowers to a node computed from its index and the sizes alone
+    (`select(i0 == 0, n0, n1)`); read at a constant index it folds to that element's
+    expression, so no select survives (the gather index check of `table[ids] -= g` compared
+    against `select(0 == 0, ...)` at every index)."""
+    f = tf.jit(lambda x: x * tf.cast(tf.shape(x)[0] * 10 + tf.shape(x)[1], tf.float32))
+    np.testing.assert_allclose(f(X), X * 57.0)
+    lowered = f.lower(X)
+    assert "select((i0 == 0)" in lowered.stage("lowered")
+    assert "select" not in lowered.stage("constant_fold")
+    assert "in0.shape[0]" in lowered.stage("constant_fold")
+
+
 def test_elementwise_chain_is_one_loop_nest_with_no_temporaries():
     f = tf.jit(lambda x: tf.tanh(x * 1.7 + 0.3) * tf.exp(-x * x) + tf.sqrt(tf.abs(x)))
     y = f(X)
