@@ -48,8 +48,9 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
             body = rw(n.body)
             out = _forwarded(body, n, shape) or ir.compute(n.dtype, shape, n.axes, body)
         elif n.kind is NodeKind.REDUCE:
-            out = ir.reduce(n.dtype, shape, n.axes, n.raxes, tuple(rw(d) for d in n.rshape),
-                            rw(n.body), n.attr)
+            out = _reduce_without_unit_axes(n.dtype, shape, n.axes,
+                                            tuple(rw(d) for d in n.rshape), rw(n.body),
+                                            n.attr)
         elif n.kind is NodeKind.MATMUL:
             a, b = (new_node(x) for x in n.inputs)
             out = ir.matmul(a, b, n.attr[0], n.attr[1], shape)
@@ -72,6 +73,27 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
             raise ValueError(msg)
         checks.append((c, msg))
     return ir.Program(program.inputs, outputs, checks, program.donated)
+
+
+def _reduce_without_unit_axes(dtype, shape, axes, rshape, body, combiner):
+    """A REDUCE with its reduction axes of extent 1 dropped (read at index 0): a reduction
+    over (n, 1) and one over (n,) of the same loads intern to one node, and the loop nest
+    has one loop less.  Arg-reductions keep theirs."""
+    unit = [k for k, d in enumerate(rshape) if ir.is_const(d, 1)]
+    if not unit or len(unit) == len(rshape) or combiner in (ir.Combiner.ARGMAX,
+                                                             ir.Combiner.ARGMIN):
+        return ir.reduce(dtype, shape, axes, ir_reduce_vars(len(rshape)), rshape, body,
+                         combiner)
+    kept = [k for k in range(len(rshape)) if k not in unit]
+    mapping = {id(ir.reduce_var(k)): ir.index(0) for k in unit}
+    mapping.update({id(ir.reduce_var(k)): ir.reduce_var(j) for j, k in enumerate(kept)})
+    body = _fold_tree(ir.substitute(body, mapping))
+    return ir.reduce(dtype, shape, axes, ir_reduce_vars(len(kept)),
+                     tuple(rshape[k] for k in kept), body, combiner)
+
+
+def ir_reduce_vars(n: int) -> tuple:
+    return tuple(ir.reduce_var(k) for k in range(n))
 
 
 def _forwarded(body, n, shape):

@@ -148,3 +148,25 @@ def test_whole_array_update_of_a_donated_argument_is_written_in_place(dtype):
     rank_k_update(expected, view.copy(), 0.5)
     f(shared, view, 0.5)
     np.testing.assert_allclose(shared, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("repeated", [False, True], ids=["distinct", "repeated"])
+def test_large_scatters_run_in_parallel_only_on_distinct_rows(repeated):
+    """Above the parallel threshold the rows are checked for repeats first: distinct rows are
+    written by all threads, repeated ones in order, so the last write of a row wins as in
+    NumPy (a parallel copy could let an earlier one win)."""
+    table = RNG.standard_normal((3000, 32)).astype(np.float32)
+    ids = RNG.permutation(3000)[:2500]
+    if repeated:
+        # 1000 rows written twice, the later value must win; the later writes sit at the
+        # start of the second half, which a second thread would reach first
+        ids[1250:2250] = ids[250:1250]
+    v = RNG.standard_normal((2500, 32)).astype(np.float32)
+    want = assign_rows(table, ids, v)
+    got = _assign_rows_jit(table, ids, v)
+    np.testing.assert_array_equal(got, want)
+    source = _assign_rows_jit.lower(table, ids, v).source
+    assert "seen" in source and "for r in prange(" in source
+
+
+_assign_rows_jit = tf.jit(assign_rows)

@@ -10,7 +10,6 @@
 """
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,22 +24,39 @@ def _close(got, want, dtype):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
 
 
-_products = {(ta, tb): tf.jit(lambda a, b, ta=ta, tb=tb: tf.matmul(a, b, transpose_a=ta,
-                                                                   transpose_b=tb))
-             for ta in (False, True) for tb in (False, True)}
+def _four_products(ta, tb):
+    """One kernel per pair of transpose flags with all four kinds of product: matrix-vector,
+    vector-matrix, dot and outer (operands stored transposed where a flag says so)."""
+    def products(a, v, u, b, c, r):
+        mm = lambda x, y: tf.matmul(x, y, transpose_a=ta, transpose_b=tb)  # noqa: E731
+        return mm(a, v), mm(u, b), mm(u, v), mm(c, r)
+    return tf.jit(products)
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["mv", "vm", "dot", "outer"]), st.integers(1, 37), st.integers(1, 41),
-       st.booleans(), st.booleans(), st.sampled_from([np.float32, np.float64]))
-def test_unit_dim_products_match_numpy(kind, p, q, ta, tb, dtype):
-    m, n, k = {"mv": (p, 1, q), "vm": (1, p, q), "dot": (1, 1, q), "outer": (p, q, 1)}[kind]
-    a = RNG.standard_normal((k, m) if ta else (m, k)).astype(dtype)
-    b = RNG.standard_normal((n, k) if tb else (k, n)).astype(dtype)
-    got = _products[ta, tb](a, b)
-    want = (a.T if ta else a) @ (b.T if tb else b)
-    assert got.dtype == dtype and got.shape == want.shape
-    _close(got, want, dtype)
+_products = {(ta, tb): _four_products(ta, tb) for ta in (False, True) for tb in (False, True)}
+
+
+def _operand(rows, cols, transposed, dtype=np.float32):
+    x = RNG.standard_normal((rows, cols)).astype(dtype)
+    return x.T.copy() if transposed else x
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 37), st.integers(2, 41), st.integers(2, 29), st.booleans(),
+       st.booleans())
+def test_unit_dim_products_match_numpy(m, n, k, ta, tb):
+    """(m, k) @ (k, 1), (1, k) @ (k, n), (1, k) @ (k, 1) and (m, 1) @ (1, n), each operand
+    passed transposed when its flag is set."""
+    logical = [(m, k), (k, 1), (1, k), (k, n), (m, 1), (1, n)]
+    flags = [ta, tb, ta, tb, ta, tb]
+    args = [_operand(*shape, t) for shape, t in zip(logical, flags)]
+    views = [x.T if t else x for x, t in zip(args, flags)]
+    got = _products[ta, tb](*args)
+    want = (views[0] @ views[1], views[2] @ views[3], views[2] @ views[1],
+            views[4] @ views[5])
+    for g, w in zip(got, want):
+        assert g.dtype == np.float32 and g.shape == w.shape
+        _close(g, w, np.float32)
 
 
 def test_numpy_vector_products_are_loops_of_their_own():
@@ -107,10 +123,10 @@ def test_nests_with_the_most_work_run_in_parallel():
     assert large and all("prange(" in n for n in large), source
 
 
-@pytest.mark.parametrize("shape", [(1, 5), (5, 1), (1, 1)])
-def test_unit_dim_products_of_unit_matrices(shape):
-    """Both operands with unit dims (a (1, k) @ (k, 1) dot, a (n, 1) @ (1, m) outer)."""
-    m, n = shape
-    a = RNG.standard_normal((m, 3)).astype(np.float32)
-    b = RNG.standard_normal((3, n)).astype(np.float32)
-    _close(_products[False, False](a, b), a @ b, np.float32)
+def test_unit_dim_products_of_unit_matrices():
+    """Every operand with unit dims: (1, 3) @ (3, 1), (1, 1) @ (1, 1), in float64."""
+    a, v = RNG.standard_normal((1, 3)), RNG.standard_normal((3, 1))
+    one = RNG.standard_normal((1, 1))
+    got = _products[False, False](a, v, a, v, one, one)
+    for g, w in zip(got, (a @ v, a @ v, a @ v, one @ one)):
+        _close(g, w, np.float64)

@@ -70,25 +70,17 @@ def column_reduce_code(gen, group) -> list:
         out = [f"for t0 in {'prange' if parallel else 'range'}({nparts} * {nblocks}):",
                f"    b0 = t0 // {nblocks}",
                f"    c0 = (t0 - b0 * {nblocks}) * {COL_BLOCK}"]
-        # One block spans the whole axis in most reductions (up to COL_BLOCK columns): a
-        # loop from 0 there.  A loop from c0 vectorizes only with unsigned indices
-        # (scalar_code.unsigned; a 4096x1024 float32 column sum took 1.2-1.5 ms from c0 with
-        # signed ones, 0.15 ms from 0, measured).
-        # With a static width only the branch it takes is generated.
+        # One loop over a block of columns from c0, with unsigned indices: it vectorizes
+        # (scalar_code.unsigned; signed ones from c0 did not: a 4096x1024 float32 column
+        # sum took 1.2-1.5 ms so, 0.15 ms from 0).  A static width of one block loops
+        # from 0.
         width = group.outer[-1]
-        if ir.is_const(width):
-            if width.attr <= COL_BLOCK:
-                head, loops = rows_and_columns(f"range({cols})", "    ", False)
-            else:
-                head, loops = rows_and_columns(f"range(c0, min({cols}, c0 + {COL_BLOCK}))",
-                                               "    ", True)
-            return head + out + loops
-        whole, blocked = (rows_and_columns(f"range({cols})", "        ", False),
-                          rows_and_columns(f"range(c0, min({cols}, c0 + {COL_BLOCK}))",
-                                           "        ", True))
-        hoisted = whole[0] + blocked[0]
-        return (hoisted + out + [f"    if {nblocks} == 1:"] + whole[1]
-                + ["    else:"] + blocked[1])
+        if ir.is_const(width) and width.attr <= COL_BLOCK:
+            head, loops = rows_and_columns(f"range({cols})", "    ", False)
+        else:
+            head, loops = rows_and_columns(f"range(c0, min({cols}, c0 + {COL_BLOCK}))",
+                                           "    ", True)
+        return head + out + loops
 
     def rows_and_columns(column_range: str, indent: str, unsigned: bool):
         """(hoisted lines, loop lines): inside the outer loops, ROW_UNROLL rows at a time
