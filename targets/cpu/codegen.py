@@ -26,7 +26,7 @@ PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thre
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
                              # the loop nests with the most work get one (parallel_choice)
 GUESSED_SIZE = 1000          # a run-time size, when ranking loop nests by their work
-LARGE_WORK = 1_000_000        # elements: nests this large are parallel beyond the 8 ...
+LARGE_WORK = 1_000_000       # elements: nests surely this large are parallel beyond the 8 ...
 MAX_LARGE_NESTS = 24         # ... up to this many (serial, each would cost >= ~0.3 ms)
 
 
@@ -97,6 +97,7 @@ class Generator:
         self.schedule = schedule
         self.parallel_choice = parallel_choice  # indices of branch() calls made parallel
         self.parallel_requests: list = []       # work estimate of each branch() call
+        self.large_requests: list = []          # ... and whether it is surely large
         self.program = schedule.program
         self.name = name
         self.names = _Names()
@@ -271,22 +272,30 @@ class Generator:
         work = " * ".join(outer + [self.size_text(d) for d in inner]) or "1"
         if not outer:
             return lines + self.nest(group, outer, parallel=False)
+        # rows of a reduction over a run-time extent (a matrix-vector product): their
+        # work grows with the product of two run-time sizes
+        rows_of_sums = widest.kind is NodeKind.REDUCE and \
+            any(not ir.is_const(d) for d in widest.rshape) and \
+            any(not ir.is_const(d) for d in group.outer)
         return lines + self.branch(list(group.outer) + inner, work,
                                    lambda: self.nest(group, outer, parallel=True),
-                                   lambda: self.nest(group, outer, parallel=False))
+                                   lambda: self.nest(group, outer, parallel=False),
+                                   rows_of_sums)
 
-    def branch(self, dims, work: str, parallel, serial) -> list:
+    def branch(self, dims, work: str, parallel, serial, rows_of_sums: bool = False) -> list:
         """The parallel and the serial version of a loop nest under a run-time test of the
         work; only one of them when the sizes are static (shape-specialized NumPy code), which
         also spares numba compiling a parallel region that would never run. At most
         MAX_PARALLEL_NESTS loop nests per kernel get a parallel version: the first ones, or
-        those in `parallel_choice` (see generate_source)."""
+        those in `parallel_choice` (see generate_source); `rows_of_sums` marks a nest of
+        row reductions over run-time sizes, counted as large."""
         if all(ir.is_const(d) for d in dims):
             total = int(np.prod([d.attr for d in dims], dtype=np.int64))
             if total < PARALLEL_MIN_WORK:
                 return serial()
         request = len(self.parallel_requests)
         self.parallel_requests.append(_work_estimate(dims))
+        self.large_requests.append(rows_of_sums or _surely_large(dims))
         if self.parallel_choice is not None:
             if request not in self.parallel_choice:
                 return serial()
@@ -435,8 +444,8 @@ def _bounds(box_range, extent: str) -> str:
 def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     """The Python source of the kernel module for `schedule`.  When more loop nests could
     run in parallel than MAX_PARALLEL_NESTS, the source is generated again with the ones
-    of the most work parallel, and beyond those up to MAX_LARGE_NESTS of at least
-    LARGE_WORK elements (the first ones, as the first pass has it, left 20 matrix-vector
+    of the most work parallel, and beyond those up to MAX_LARGE_NESTS surely of at least
+    LARGE_WORK elements (`_surely_large`) or of row reductions over run-time sizes (the first ones, as the first pass has it, left 20 matrix-vector
     products of an unrolled power iteration on one thread after the fourth)."""
     first = Generator(schedule, name)
     source = first.generate()
@@ -446,10 +455,23 @@ def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     ranked = sorted(range(len(requests)), key=lambda k: (-requests[k], k))
     chosen = ranked[:MAX_PARALLEL_NESTS] + [k for k in ranked[MAX_PARALLEL_NESTS:
                                                             MAX_LARGE_NESTS]
-                                            if requests[k] >= LARGE_WORK]
+                                            if first.large_requests[k]]
     again = Generator(schedule, name, frozenset(chosen))
     second = again.generate()
     return second if len(again.parallel_requests) == len(requests) else source
+
+
+def _surely_large(dims) -> bool:
+    """Whether a nest over `dims` visits at least LARGE_WORK elements by its static sizes
+    alone (a kernel compiled for exact shapes).  With run-time sizes nothing is sure: the
+    arrays of a Session cluster (a training step's weights) have them too, and counting
+    them as large gave such kernels twice the parallel regions to compile."""
+    static = 1
+    for d in dims:
+        if not ir.is_const(d):
+            return False
+        static *= d.attr
+    return static >= LARGE_WORK
 
 
 def _work_estimate(dims) -> float:
