@@ -445,8 +445,9 @@ def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     """The Python source of the kernel module for `schedule`.  When more loop nests could
     run in parallel than MAX_PARALLEL_NESTS, the source is generated again with the ones
     of the most work parallel, and beyond those up to MAX_LARGE_NESTS surely of at least
-    LARGE_WORK elements (`_surely_large`) or of row reductions over run-time sizes (the first ones, as the first pass has it, left 20 matrix-vector
-    products of an unrolled power iteration on one thread after the fourth)."""
+    LARGE_WORK elements (`_surely_large`) or of row reductions over run-time sizes.  The
+    first ones, as the first pass has it, left 20 matrix-vector products of an unrolled
+    power iteration on one thread after the fourth."""
     first = Generator(schedule, name)
     source = first.generate()
     requests = first.parallel_requests
