@@ -96,8 +96,7 @@ class Generator:
     def __init__(self, schedule: Schedule, name: str = "kernel", parallel_choice=None):
         self.schedule = schedule
         self.parallel_choice = parallel_choice  # indices of branch() calls made parallel
-        self.parallel_requests: list = []       # work estimate of each branch() call
-        self.large_requests: list = []          # ... and whether it is surely large
+        self.parallel_requests: list = []       # (work estimate, surely large) per branch()
         self.program = schedule.program
         self.name = name
         self.names = _Names()
@@ -225,8 +224,9 @@ class Generator:
         if kept and len(kept) < len(node.shape):
             # Loops read and write it through a view without its size-1 axes: inside a
             # parallel loop (numba's outlined function) a size is no constant, so `buf[r,
-            # 0]` of an (n, 1) buffer has an unknown stride and does not vectorize (a
-            # matrix-vector product reading one ran 1.5x slower, measured).
+            # 0]` of an (n, 1) buffer has a stride LLVM cannot see.  (No speed change
+            # was measured from this on the power iteration; its slowness had another
+            # cause, the parallel-region budget.)
             view = f"{name}v"
             self.squeezed[id(node)] = (view, kept)
             lines.append(f"{view} = {name}.reshape(({''.join(dims[k] + ', ' for k in kept)}))")
@@ -294,8 +294,8 @@ class Generator:
             if total < PARALLEL_MIN_WORK:
                 return serial()
         request = len(self.parallel_requests)
-        self.parallel_requests.append(_work_estimate(dims))
-        self.large_requests.append(rows_of_sums or _surely_large(dims))
+        self.parallel_requests.append((_work_estimate(dims),
+                                       rows_of_sums or _surely_large(dims)))
         if self.parallel_choice is not None:
             if request not in self.parallel_choice:
                 return serial()
@@ -453,10 +453,10 @@ def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     requests = first.parallel_requests
     if len(requests) <= MAX_PARALLEL_NESTS:
         return source
-    ranked = sorted(range(len(requests)), key=lambda k: (-requests[k], k))
+    ranked = sorted(range(len(requests)), key=lambda k: (-requests[k][0], k))
     chosen = ranked[:MAX_PARALLEL_NESTS] + [k for k in ranked[MAX_PARALLEL_NESTS:
                                                             MAX_LARGE_NESTS]
-                                            if first.large_requests[k]]
+                                            if requests[k][1]]
     again = Generator(schedule, name, frozenset(chosen))
     second = again.generate()
     return second if len(again.parallel_requests) == len(requests) else source
