@@ -21,7 +21,7 @@ from numba import njit
 import flowjit as tf
 from flowjit.targets.cpu import gemm as gemm_module
 from flowjit.targets.cpu.gemm import GEMMS, KC, MC, gemm_parallel, matmul_into
-from flowjit.targets.cpu.gemm_tiles import tile_shape
+from flowjit.targets.cpu.gemm_tiles import lanes, tile_shape
 from flowjit.targets.cpu.matmul_code import gemm_mode
 
 TOL = {"float32": 2e-5, "float64": 1e-12}
@@ -84,6 +84,25 @@ def test_threaded_gemm_splits_rows_or_columns_and_matches_numpy(m, n, k, dtype, 
 def test_blocking_edges_are_covered_by_the_drawn_sizes():
     mr, nr = tile_shape("float32")
     assert 151 > MC and 151 % mr and 49 % nr and 300 > KC and 23 < nr // 2 <= 24
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("full_panels, vectors", [(0, 1), (0, 2), (1, 1), (1, 2)])
+@pytest.mark.parametrize("m", [8, 150])
+def test_last_column_panel_of_whole_vectors_is_computed_narrow_and_in_bounds(
+        dtype, full_panels, vectors, m):
+    """A last panel of 1 or 2 whole vectors goes straight into C with a narrower kernel; the
+    columns right of C (a NaN guard in the same rows) must stay untouched, and a k over KC
+    makes the second slice accumulate.  m = 8 reads b in place, m = 150 packs it."""
+    mr, nr = tile_shape(dtype)
+    n = full_panels * nr + vectors * lanes(dtype)
+    rng = np.random.default_rng(n + m)
+    a = rng.standard_normal((m, KC + 44)).astype(dtype)
+    b = rng.standard_normal((KC + 44, n)).astype(dtype)
+    frame = np.full((m, n + 7), np.nan, dtype)
+    GEMMS[dtype](a, b, frame[:, :n])
+    _check(a, b, frame[:, :n])
+    assert np.isnan(frame[:, n:]).all()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -10,7 +10,8 @@ The classic blocked algorithm (Goto and van de Geijn's; BLIS's loop order), per 
 
 Packing copies every element once and puts each micro-kernel's operands in the order it
 reads them; ragged edges are zero-padded in the panels and their tiles go through a small
-scratch tile, so the micro-kernel only ever computes full MR x NR tiles.  When a has at
+scratch tile, so the micro-kernel computes full MR-row tiles; the last column panel computes
+only as many vectors as its columns need (1024 columns are 21 full panels and one vector).  When a has at
 most DIRECT_ROWS row panels, each B panel serves only a few micro-kernel calls and b's full
 panels are read where they lie (contiguous rows) instead.  Any strides are accepted for a
 and b; c must have contiguous rows (kernel buffers do), else a private buffer is computed
@@ -43,7 +44,7 @@ from numba import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
-from .gemm_tiles import narrow_columns, tile_shape
+from .gemm_tiles import TILE, lanes, narrow_columns, tile_shape
 from .gemm_ukernel import ukernel
 from .matmul_code import SPLIT_MIN_WORK, gemm_mode
 
@@ -70,6 +71,7 @@ def _any_layout(typingctx, x):
 
 def _make(dtype_name: str):
     mr, nr = tile_shape(dtype_name)
+    nv, width_of_vector = TILE[dtype_name][1], lanes(dtype_name)
     dtype = np.dtype(dtype_name)
 
     @njit(**_JIT)
@@ -134,6 +136,9 @@ def _make(dtype_name: str):
                 for jp in range(col_panels):
                     j0 = jp * nr
                     width = min(nr, n - j0)
+                    # the ragged last panel computes only the vectors it needs
+                    vectors = (width + width_of_vector - 1) // width_of_vector
+                    exact = width == vectors * width_of_vector
                     for ip in range((mc + mr - 1) // mr):
                         r0 = i0 + ip * mr
                         height = min(mr, m - r0)
@@ -141,15 +146,16 @@ def _make(dtype_name: str):
                         if jp < first:
                             if height == mr:
                                 ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, c,
-                                        r0 * ldc + j0, ldc, accumulate)
+                                        r0 * ldc + j0, ldc, accumulate, nv)
                                 continue
-                            ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, tile, 0, nr, 0)
-                        elif height == mr and width == nr:
+                            ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, tile, 0, nr, 0, nv)
+                        elif height == mr and exact:
                             ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, c, r0 * ldc + j0,
-                                    ldc, accumulate)
+                                    ldc, accumulate, vectors)
                             continue
                         else:
-                            ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, tile, 0, nr, 0)
+                            ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, tile, 0, nr, 0,
+                                    vectors)
                         for r in range(height):
                             for j in range(width):
                                 if accumulate:

@@ -1,6 +1,7 @@
 """The register-blocked GEMM micro-kernel, written in LLVM IR with explicit vector types.
 
-`ukernel(kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate)` computes one MR x NR tile
+`ukernel(kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate, vectors)` computes one
+MR x NR tile (or its first `vectors` vectors of columns)
 
     C[r, j] (+)= sum over k < kc of Ap[a_off + k*MR + r] * Bp[b_off + k*ldb + j]
 
@@ -29,8 +30,9 @@ from numba.extending import intrinsic
 
 from .gemm_tiles import TILE, lanes
 
-def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
-    mr, nv = TILE[dtype_name]
+def _define(module: ir.Module, fty, dtype_name: str, nv: int) -> ir.Function:
+    """The micro-kernel function of `dtype_name` with `nv` vectors per row (defined once)."""
+    mr = TILE[dtype_name][0]
     width = lanes(dtype_name)
     name = f"flowjit_gemm_ukernel_{dtype_name}_{mr}x{nv * width}"
     if name in module.globals:
@@ -105,9 +107,12 @@ def _define(module: ir.Module, fty, dtype_name: str) -> ir.Function:
 
 
 @intrinsic
-def ukernel(typingctx, kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate):
-    """One MR x NR tile of C (module docstring).  ap, bp and c are arrays of one float dtype
-    whose buffers hold the panels and the tile; offsets, ldb and ldc are in elements."""
+def ukernel(typingctx, kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate, vectors):
+    """One MR x (vectors * lanes) tile of C (module docstring).  ap, bp and c are arrays of
+    one float dtype whose buffers hold the panels and the tile; offsets, ldb and ldc are in
+    elements; `vectors` (1..NV) is how many vectors of each row are computed: NV for a full
+    tile, fewer for the ragged last column panel, whose padding would otherwise cost whole
+    vectors of multiply-adds (a 64-column product computed 96 columns)."""
     arrays = (ap, bp, c)
     if not all(isinstance(x, types.Array) for x in arrays):
         return None
@@ -116,16 +121,32 @@ def ukernel(typingctx, kc, ap, a_off, bp, b_off, ldb, c, c_off, ldc, accumulate)
         return None
 
     def codegen(context, builder, signature, args):
-        kc_v, ap_v, aoff_v, bp_v, boff_v, ldb_v, c_v, coff_v, ldc_v, acc_v = args
-        fn = _define(builder.module, context.get_value_type(dtype), str(dtype))
+        kc_v, ap_v, aoff_v, bp_v, boff_v, ldb_v, c_v, coff_v, ldc_v, acc_v, nv_v = args
+        fty, name = context.get_value_type(dtype), str(dtype)
+        most = TILE[name][1]
+        functions = [_define(builder.module, fty, name, nv) for nv in range(1, most + 1)]
 
         def address(position, value, offset):
             data = context.make_array(signature.args[position])(context, builder, value).data
             return builder.gep(data, [offset])
 
-        builder.call(fn, [kc_v, address(1, ap_v, aoff_v), address(3, bp_v, boff_v), ldb_v,
-                          address(6, c_v, coff_v), ldc_v, acc_v])
+        operands = [kc_v, address(1, ap_v, aoff_v), address(3, bp_v, boff_v), ldb_v,
+                    address(6, c_v, coff_v), ldc_v, acc_v]
+        # vectors >= NV (or out of range) runs the full tile; smaller counts their own
+        done = builder.append_basic_block("ukernel_done")
+        full = builder.append_basic_block("ukernel_full")
+        switch = builder.switch(nv_v, full)
+        for nv, fn in enumerate(functions[:-1], start=1):
+            block = builder.append_basic_block(f"ukernel_{nv}")
+            switch.add_case(ir.Constant(nv_v.type, nv), block)
+            builder.position_at_end(block)
+            builder.call(fn, operands)
+            builder.branch(done)
+        builder.position_at_end(full)
+        builder.call(functions[-1], operands)
+        builder.branch(done)
+        builder.position_at_end(done)
         return context.get_dummy_value()
 
     i64 = types.int64
-    return types.none(i64, ap, i64, bp, i64, i64, c, i64, i64, i64), codegen
+    return types.none(i64, ap, i64, bp, i64, i64, c, i64, i64, i64, i64), codegen
