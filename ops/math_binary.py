@@ -321,15 +321,55 @@ OP_DEFS = (ADD, SUB, MUL, REAL_DIV, FLOOR_DIV, FLOOR_MOD, TRUNCATE_DIV, TRUNCATE
 
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
+# The kernel IR's integer FLOORDIV and MOD give 0 for a zero divisor (numba's numpy error
+# model), so the loops computing them have one exit and run under prange.  TensorFlow's
+# FloorDiv/FloorMod raise instead, as their reference kernels do: a REDUCE over the divisor
+# computes "no element is zero" and a runtime check (LowerContext.check) reads it, unless the
+# divisor is a constant.  NumPy's floor_divide/remainder (np_ufuncs._integer_safe) replace
+# zero divisors before dividing, so their check always passes.
+
+
+def _constant_value(node):
+    """The value of a node whose every element is one constant, else None."""
+    from ..compiler import ir
+
+    body = getattr(node, "body", None)
+    if node.kind is ir.NodeKind.COMPUTE and body is not None and ir.is_const(body):
+        return body.attr
+    return None
+
+
+def _checked_integer_division(lower):
+    """`lower` preceded, for integer outputs, by the run-time check of a zero divisor."""
+    from .. import dtypes as _dtypes
+    from ..compiler import ir
+    from ..compiler.ir import Scalar as S
+
+    def checked(ctx, op, inputs):
+        divisor = inputs[1]
+        value = _constant_value(divisor)
+        if op.outputs[0].dtype.is_integer and (value is None or value == 0):
+            rvars = [ir.reduce_var(k) for k in range(len(divisor.shape))]
+            nonzero = ir.make(S.NE, _dtypes.bool_, (ir.load(divisor, rvars),
+                                                    ir.const(0, divisor.dtype)))
+            ok = ir.reduce(_dtypes.bool_, [], [], rvars, divisor.shape, nonzero,
+                           ir.Combiner.AND)
+            ctx.check(ir.load(ok, ()), "Integer division by zero")
+        return lower(ctx, op, inputs)
+
+    return checked
+
+
 def _attach_lowerings():
     from ..compiler import ir
     from ..compiler.ir import Scalar as S
     from .lower_util import elementwise_lowering, lower_as, not_for_integers
 
     for op_def, kind in ((ADD, S.ADD), (SUB, S.SUB), (MUL, S.MUL), (REAL_DIV, S.DIV),
-                         (FLOOR_DIV, S.FLOORDIV), (FLOOR_MOD, S.MOD), (MAXIMUM, S.MAX),
-                         (MINIMUM, S.MIN), (ATAN2, S.ATAN2)):
+                         (MAXIMUM, S.MAX), (MINIMUM, S.MIN), (ATAN2, S.ATAN2)):
         op_def.lower = lower_as(kind)
+    for op_def, kind in ((FLOOR_DIV, S.FLOORDIV), (FLOOR_MOD, S.MOD)):
+        op_def.lower = _checked_integer_division(lower_as(kind))
     POW.lower = lower_as(S.POW, check=not_for_integers)
 
     def sqdiff(dt, x, y):

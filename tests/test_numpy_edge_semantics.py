@@ -122,6 +122,26 @@ def test_integer_division_by_zero_and_minus_one_as_numpy():
         _same(got, w)
 
 
+def test_integer_division_loops_stay_parallel(monkeypatch):
+    """Integer // and % (and the index arithmetic of a reshaped view) in a large loop: the
+    loop must stay a prange loop, which numba refuses (with a NumbaPerformanceWarning) when
+    the division can raise inside it.  The cache is off so the kernel really compiles."""
+    from numba.core.errors import NumbaPerformanceWarning
+
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", "off")
+    a = np.arange(-150_000, 150_000, dtype=np.int64).reshape(600, 500)
+    b = np.arange(1, 501, dtype=np.int64) - 250           # one zero divisor, NumPy gives 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = flowjit.jit(lambda x, y: x // y + x % 7 + x.T.reshape(600, 500) // 3)
+        got = fn(a, b)
+        want = a // b + a % 7 + a.T.reshape(600, 500) // 3
+    np.testing.assert_array_equal(got, want)
+    slow = [w for w in caught if issubclass(w.category, NumbaPerformanceWarning)]
+    assert not slow, slow[0].message
+    assert "prange(" in fn.lower(a, b).source
+
+
 _MIXED_KEYS = [lambda x, i: x[i, 1], lambda x, i: x[1, i], lambda x, i: x[i, 1, 2],
                lambda x, i: x[i, :, -1], lambda x, i: x[2, :, i], lambda x, i: x[:, i, 1:4],
                lambda x, i: x[1:3, i, 0], lambda x, i: x[-1, i, ::2]]

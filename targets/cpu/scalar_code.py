@@ -5,7 +5,8 @@
 each `Combiner`.  Results are always of the IR node's dtype: integer arithmetic is wrapped
 in an explicit cast so int32 overflow wraps as NumPy's does (numba would widen to int64).
 Generated modules `from ...scalar_code import *` to reach the helper functions below
-(NaN-propagating max/min, floor division that reports division by zero, and the
+(NaN-propagating max/min, integer floor division and modulo that give 0 for a zero divisor
+(ops that must raise check the divisor first), and the
 vectorizable transcendental functions of `vecmath` when available).
 """
 
@@ -42,16 +43,15 @@ def fmin(a, b):
 
 @njit(**_INLINE)
 def ifloordiv(a, b):
-    if b == 0:
-        raise ZeroDivisionError("Integer division by zero")
-    q = a // b
-    return q
+    """a // b for integers; 0 when b is 0 (numba's numpy error model): no exception, so a
+    loop computing it keeps one exit and stays a parallel loop.  Ops that must raise check
+    their divisors before (math_binary._checked_integer_division)."""
+    return a // b
 
 
 @njit(**_INLINE)
 def imod(a, b):
-    if b == 0:
-        raise ZeroDivisionError("Integer division by zero")
+    """a % b for integers (the divisor's sign); 0 when b is 0, as ifloordiv."""
     return a % b
 
 
