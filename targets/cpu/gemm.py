@@ -15,8 +15,8 @@ only as many vectors as its columns need (1024 columns are 21 full panels and on
 When a has at most DIRECT_ROWS row panels, each B panel serves only a few micro-kernel calls
 and b's full panels are read where they lie (contiguous rows) instead. Any strides are
 accepted for a and b; c must have contiguous rows (kernel buffers do), else a private buffer
-is computed and copied in. Sums run in a fixed order per element (k ascending within a KC-
-slice, slices in order), so results are deterministic.
+is computed and copied in. Sums run in a fixed order per element (k ascending within a
+KC-slice, slices in order), so results are deterministic.
 
 Entry points for generated kernels (they reach them through scalar_code):
 - `gemm_parallel(a, b, out, blocks)`: the product in `blocks` parallel parts (rows of c, or
