@@ -21,6 +21,8 @@ from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
 from .compiler.gradients import UnconnectedGradients, gradients
 from .ops.segment_ops import unsorted_segment_sum
 from .ops.scatter_ops import tensor_scatter_nd_update
+from .ops.linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_solve
+from .ops.sort_ops import argsort, sort
 from .ops.conversion import convert_to_tensor
 from .ops.init_ops import *  # noqa: F401,F403
 from .ops.math_ops import *  # noqa: F401,F403
@@ -104,6 +106,8 @@ bitwise = _namespace("bitwise", "TensorFlow's `tf.bitwise` names: integer bit op
 linalg = _namespace("linalg", "TensorFlow's `tf.linalg` names.", _pick("matmul", "transpose",
                                                                         "norm"))
 linalg.l2_normalize = nn.l2_normalize
+linalg.inv, linalg.det, linalg.solve = matrix_inverse, matrix_determinant, matrix_solve
+linalg.cholesky = cholesky
 initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.", {
     "zeros": zeros_initializer, "ones": ones_initializer, "constant": constant_initializer,
     "random_normal": random_normal_initializer, "random_uniform": random_uniform_initializer,

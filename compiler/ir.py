@@ -8,7 +8,8 @@ Two small, closed sets of node kinds (DESIGN.md principle 1):
 - `Node` — what a tensor value is: an INPUT of the cluster, a COMPUTE (one scalar `body`
   per output element, written over the output's loop variables `axes`), a REDUCE (a body
   over output axes plus reduction axes, combined with ADD/MUL/MAX/MIN/AND/OR or an
-  ARGMAX/ARGMIN pair), a MATMUL (BLAS), or a RESHAPE view of a materialized input.
+  ARGMAX/ARGMIN pair), a MATMUL (BLAS), a RESHAPE view of a materialized input, a SCATTER
+  of rows, or a LIBCALL (a library routine over whole matrices or rows: sorting, LAPACK).
 
 Every Expr and Node is immutable and interned: building the same expression twice returns
 the same object, so common subexpressions are shared by construction (DESIGN.md principle 2)
@@ -191,6 +192,19 @@ class NodeKind(enum.Enum):
     MATMUL = "matmul"
     RESHAPE = "reshape"
     SCATTER = "scatter"
+    LIBCALL = "libcall"
+
+
+class Routine(enum.Enum):
+    """The library routines a LIBCALL node runs, each over the last axis (SORT, ARGSORT) or
+    the last two axes (the rest) of its inputs, for every index of the leading axes."""
+
+    SORT = "sort"            # ascending, NaNs last (NumPy's order)
+    ARGSORT = "argsort"      # int64 positions that sort ascending; stable (ties keep order)
+    INV = "inv"              # matrix inverse
+    DET = "det"              # determinant (the output drops the last two axes)
+    SOLVE = "solve"          # solve(a, b): a (..., n, n), b (..., n, k)
+    CHOLESKY = "cholesky"    # lower-triangular L with L @ L.T = a (a's lower triangle read)
 
 
 class Combiner(enum.Enum):
@@ -219,6 +233,8 @@ class Node:
       SCATTER: inputs = (base, rows, updates): base with base[rows[r]] = updates[r] for
                r in order (the last write of a row wins); rows is 1-D integer, updates has
                shape [len(rows)] + base.shape[1:]; a row out of range fails the kernel
+      LIBCALL: inputs = the routine's operands (materialized), attr = Routine; a singular
+               or not positive-definite matrix fails the kernel (np.linalg.LinAlgError)
     """
 
     __slots__ = ("kind", "dtype", "shape", "axes", "body", "raxes", "rshape", "inputs",
@@ -288,6 +304,11 @@ def reshape(x: Node, shape) -> Node:
 def scatter_rows(base: Node, rows: Node, updates: Node) -> Node:
     """base with its rows rows[r] replaced by updates[r], in order (see Node)."""
     return _node(NodeKind.SCATTER, base.dtype, base.shape, inputs=(base, rows, updates))
+
+
+def libcall(routine: Routine, inputs, dtype, shape) -> Node:
+    """`routine` applied to `inputs` (see Routine), giving a `dtype` tensor of `shape`."""
+    return _node(NodeKind.LIBCALL, dtype, shape, inputs=tuple(inputs), attr=routine)
 
 
 def producers(node: Node) -> list:

@@ -54,6 +54,8 @@ def node_text(n: Node) -> str:
     if n.kind is NodeKind.SCATTER:
         base, rows, updates = (x.name for x in n.inputs)
         return f"{head} = scatter_rows({base}, rows={rows}, updates={updates})"
+    if n.kind is NodeKind.LIBCALL:
+        return f"{head} = {n.attr.value}({', '.join(x.name for x in n.inputs)})"
     return f"{head} = reshape({n.inputs[0].name})"
 
 

@@ -22,6 +22,7 @@ from . import np_linalg as la
 from . import np_reductions as red
 from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
 from .np_functions_more import MORE_FUNCTIONS
+from .np_sorting import SORTING_FUNCTIONS, sort_inplace
 from .np_ufuncs import _dummy, call
 
 
@@ -423,6 +424,7 @@ FUNCTIONS = {
     np.fliplr: _moved(np.fliplr), np.flipud: _moved(np.flipud), np.pad: pad,
     np.atleast_1d: lambda *a: _atleast(a[0], 1) if len(a) == 1 else [_atleast(x, 1) for x in a],
     np.atleast_2d: lambda *a: _atleast(a[0], 2) if len(a) == 1 else [_atleast(x, 2) for x in a],
+    **SORTING_FUNCTIONS,   # np_sorting.py: sort, argsort, median, quantiles, np.linalg.inv/...
     **MORE_FUNCTIONS,   # np_functions_more.py: nan-reductions, average, cross, tensordot, ...
 }
 
@@ -452,7 +454,7 @@ _METHODS = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min
             "argmin": np.argmin, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot,
             "swapaxes": np.swapaxes, "ravel": np.ravel, "squeeze": np.squeeze, "clip": np.clip,
             "round": np.round, "repeat": np.repeat, "diagonal": np.diagonal,
-            "trace": np.trace}
+            "trace": np.trace, "argsort": np.argsort}
 
 
 def _reshape_method(self, *shape, order="C"):
@@ -503,6 +505,7 @@ def install(cls) -> None:
     cls.copy = copy
     cls.astype = astype
     cls.fill = lambda self, value: self.__setitem__(Ellipsis, value)
+    cls.sort = sort_inplace
     for name, ufunc in _OPERATORS.items():
         setattr(cls, f"__{name}__", lambda self, o, u=ufunc: call(u, (self, o)))
         if name in _REFLECTED:

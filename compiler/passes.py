@@ -56,6 +56,8 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
             out = ir.matmul(a, b, n.attr[0], n.attr[1], shape)
         elif n.kind is NodeKind.SCATTER:
             out = ir.scatter_rows(*(new_node(x) for x in n.inputs))
+        elif n.kind is NodeKind.LIBCALL:
+            out = ir.libcall(n.attr, [new_node(x) for x in n.inputs], n.dtype, shape)
         else:
             out = ir.reshape(new_node(n.inputs[0]), shape)
         node_map[id(n)] = out

@@ -13,8 +13,8 @@ Input: a simplified `Program`.  Output: a `Schedule` —
 - `notes`: why each pair of neighbouring nodes was or was not fused (for `lower()`).
 
 Rules (each recorded in `notes` when it splits a fusion):
-- program outputs, REDUCE, MATMUL, RESHAPE, SCATTER and the inputs of MATMUL/RESHAPE/SCATTER
-  are materialized;
+- program outputs, REDUCE, MATMUL, RESHAPE, SCATTER, LIBCALL and the inputs of MATMUL,
+  RESHAPE, SCATTER and LIBCALL are materialized;
 - a COMPUTE read by several consumers is materialized if it is expensive (transcendental
   functions or a body of more than 12 operations), otherwise recomputed in each;
 - a COMPUTE read broadcast, by a consumer looping over an axis outside the ones it is read
@@ -37,6 +37,9 @@ import dataclasses
 from . import ir
 from .box_updates import find_box_update
 from .ir import Node, NodeKind, Scalar
+
+# nodes computed by a call of their own (a group each), whose inputs are materialized
+_CALL_KINDS = (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER, NodeKind.LIBCALL)
 
 _EXPENSIVE_BODY = 12
 
@@ -93,7 +96,7 @@ def decide_inlining(program: ir.Program):
     outputs = {id(o) for o in program.outputs}
     must = set(outputs)
     for n in nodes:
-        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER):
+        if n.kind in _CALL_KINDS:
             must.update(id(p) for p in n.inputs)
     inline, notes = set(), []
     total_cost: dict = {}   # id -> (ops, transcendental) of the body with inlined producers
@@ -226,7 +229,7 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
     for n in program.nodes():
         if n.kind is NodeKind.INPUT or id(n) in inline:
             continue
-        if n.kind in (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER):
+        if n.kind in _CALL_KINDS:
             groups.append(Group(tuple(n.shape), [n], kind=n.kind.value))
             member_group[id(n)] = len(groups) - 1
             continue

@@ -11,17 +11,17 @@ module (`math_grad`, `reduction_grad`, `nn_grad`, `array_grad`) as a `GRADIENTS`
 is still its one OpDef.  An op without a gradient has `gradient = None`.
 """
 
-from . import (array_ops, basic_ops, bitwise_ops, check_ops, math_ops, matmul_ops, nn_ops,
-               random_ops, reduction_ops, scatter_ops, segment_ops, shape_ops, slicing_ops,
-               sum_to_shape, variables)
+from . import (array_ops, basic_ops, bitwise_ops, check_ops, linalg_ops, math_ops, matmul_ops,
+               nn_ops, random_ops, reduction_ops, scatter_ops, segment_ops, shape_ops,
+               slicing_ops, sort_ops, sum_to_shape, variables)
 from . import array_grad, math_grad, nn_grad, reduction_grad
 from . import operators, registry
 
 OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, matmul_ops,
               nn_ops, array_ops, shape_ops, slicing_ops, segment_ops, scatter_ops, sum_to_shape,
-              random_ops)
+              random_ops, linalg_ops, sort_ops)
 GRADIENT_MODULES = (math_grad, reduction_grad, nn_grad, array_grad, scatter_ops, check_ops,
-                    sum_to_shape)
+                    sum_to_shape, linalg_ops, sort_ops)
 
 
 def register_all():

@@ -96,6 +96,8 @@ class _Compiled:
             arrays = self._unshared(arrays)
         try:
             outs = trusted([*arrays, *self.constants] if self.constants else arrays)
+        except np.linalg.LinAlgError:
+            raise   # a singular matrix: NumPy's own error, as NumPy raises it
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
         return self._finish(given, outs)
@@ -106,6 +108,8 @@ class _Compiled:
             arrays = self._unshared(arrays)
         try:
             outs = self.cluster.kernel(*arrays, *self.constants)  # swapped to the entry point
+        except np.linalg.LinAlgError:
+            raise
         except (ValueError, ZeroDivisionError) as e:
             raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
         return self._finish(given, outs)

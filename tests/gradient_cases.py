@@ -195,4 +195,13 @@ CASES = {
     "Fill": _one("scalar value", lambda v: tf.fill([2, 3], v), np.array(0.5)),
     "ZerosLike": _one("zeros", lambda x: tf.zeros_like(x, optimize=False) + x, _u(2, 3)),
     "OnesLike": _one("ones", lambda x: tf.ones_like(x, optimize=False) * x, _u(2, 3)),
+    "Sort": _one("rows of distinct values, sorted along axis 0", lambda x: tf.sort(
+        x, axis=0), _RNG.permutation(12).reshape(4, 3) / 7.0 - 0.8),
+    "MatrixInverse": _one("batch of two", tf.linalg.inv, _u(2, 3, 3) + 2 * np.eye(3)),
+    "MatrixDeterminant": _one("batch of two", tf.linalg.det, _u(2, 3, 3) + 2 * np.eye(3)),
+    "MatrixSolve": _one("two right-hand sides", tf.linalg.solve, _u(3, 3) + 2 * np.eye(3),
+                        _u(3, 2)),
+    # the input is symmetrized first: Cholesky reads only its lower triangle
+    "Cholesky": _one("symmetrized", lambda a: tf.linalg.cholesky(
+        (a + tf.linalg.transpose(a)) * 0.5), _u(3, 3) * 0.3 + 2 * np.eye(3)),
 }

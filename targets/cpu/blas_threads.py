@@ -165,7 +165,8 @@ def single_threaded_blas(kernel, source: str):
     """`kernel`, wrapped to run scipy's BLAS on one thread if its `source` calls BLAS and
     has parallel loops (the two pools only fight when both are there; a kernel of small
     static sizes has no `prange` and is called without the ~1 us wrapper)."""
-    calls_blas = any(f"{name}(" in source for name in ("np.dot", "matmul_into", "gram_rows"))
+    calls_blas = "np.linalg." in source or any(
+        f"{name}(" in source for name in ("np.dot", "matmul_into", "gram_rows"))
     if not calls_blas or "prange(" not in source:
         return kernel
     functions = _blas_thread_functions()

@@ -20,7 +20,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import matmul_code, reduce_nests, scalar_code, scatter_code
+from . import library_code, matmul_code, reduce_nests, scalar_code, scatter_code
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
@@ -239,6 +239,8 @@ class Generator:
             return self.matmul_code(node)
         if group.kind == "scatter":
             return scatter_code.scatter_lines(self, node)
+        if group.kind == "libcall":
+            return library_code.libcall_lines(self, node)
         if group.kind == "reshape":
             src = self.buffers[id(node.inputs[0])]
             name = self.names.fresh("buf")

@@ -1,0 +1,141 @@
+"""Sorting along the last axis: Sort (values) and ArgSort (positions), and `sort`/`argsort`.
+
+- `Sort(x)`: each row of the last axis in ascending order, NaNs last (NumPy's order).
+- `ArgSort(x)`: int64 positions that sort each row, stable (equal values keep their order).
+
+`sort(values, axis=-1, direction='ASCENDING')` and `argsort(values, axis=-1, direction=
+'ASCENDING', stable=False)` are TensorFlow's functions: another axis is moved last and back,
+and DESCENDING sorts an order-reversing image of the values (`-x` for floats, `~x` for
+integers, which never overflows) and maps it back.  Reference kernels are NumPy's
+`np.sort`/`np.argsort(kind='stable')`; the lowering is the kernel IR's LIBCALL node.
+
+Gradient of Sort: the output gradient goes back to the positions the values came from
+(a scatter-add through the flattened ArgSort permutation, `unsorted_segment_sum`).  ArgSort's
+integer output has none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..compiler.graph import Tensor
+from ..compiler.shapes import unknown_shape
+from .builder import REALS, check_dtype, graph_for, make_op, to_tensor
+from .registry import OpDef
+
+__all__ = ["sort", "argsort"]
+
+
+def _infer(out_dtype):
+    def infer(op):
+        (x,) = op.inputs
+        check_dtype(x, REALS, "values")
+        shape = x.shape
+        if shape.ndims == 0:
+            raise ValueError(f"values must have rank >= 1, but {x.name} is a scalar.")
+        return [(out_dtype or x.dtype, shape if shape.ndims is not None else unknown_shape())]
+
+    return infer
+
+
+SORT = OpDef("Sort", _infer(None), lambda ctx, inputs, attrs: [np.sort(inputs[0], axis=-1)],
+             doc="each row of the last axis sorted ascending, NaNs last")
+ARG_SORT = OpDef("ArgSort", _infer(_dtypes.int64),
+                 lambda ctx, inputs, attrs: [np.argsort(inputs[0], axis=-1, kind="stable")
+                                             .astype(np.int64)],
+                 doc="int64 positions sorting each row of the last axis (stable)")
+
+OP_DEFS = (SORT, ARG_SORT)
+
+
+def _last_axis_moves(x: Tensor, axis: int):
+    """(perm, rank): the transpose that puts `axis` last (an involution), or None."""
+    rank = x.shape.ndims
+    if rank is None:
+        if axis in (-1,):
+            return None, rank
+        raise ValueError(f"sorting {x.name} of unknown rank along axis {axis}: use axis=-1.")
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of bounds for {x.name} of rank {rank}.")
+    axis %= rank
+    if axis == rank - 1:
+        return None, rank
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    return perm, rank
+
+
+def _sorted(op_def, values, axis, descending, name):
+    from .array_ops import transpose
+    from .bitwise_ops import invert
+    from .math_ops import negative
+
+    graph = graph_for((values,))
+    x = to_tensor(values, graph=graph, name="values")
+    perm, _ = _last_axis_moves(x, axis)
+    with graph.as_default(), graph.name_scope(name or op_def.name) as scope:
+        if perm is not None:
+            x = transpose(x, perm)
+        flip = (invert if x.dtype.is_integer else negative) if descending else None
+        if flip is not None:
+            x = flip(x)
+        out = make_op(op_def, [x], {}, name=scope if perm is None and flip is None else None,
+                      graph=graph).outputs[0]
+        if flip is not None and op_def is SORT:
+            out = flip(out)
+        if perm is not None:
+            out = transpose(out, perm)
+    return out
+
+
+def _direction(direction: str) -> bool:
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"direction must be 'ASCENDING' or 'DESCENDING', not {direction!r}")
+    return direction == "DESCENDING"
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
+    """`values` sorted along `axis` (ASCENDING or DESCENDING)."""
+    return _sorted(SORT, values, axis, _direction(direction), name)
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None) -> Tensor:
+    """int64 positions that sort `values` along `axis`; always stable (ties in order)."""
+    return _sorted(ARG_SORT, values, axis, _direction(direction), name)
+
+
+# --- gradient ----------------------------------------------------------------------------------
+def _sort_grad(op, grad):
+    import flowjit as tf
+
+    x = op.inputs[0]
+    shape = tf.shape(x, out_type=tf.int64)
+    n = shape[-1]
+    total = tf.reduce_prod(shape)
+    positions = make_op(ARG_SORT, [x], {}).outputs[0]
+    row_start = tf.reshape(tf.range(tf.cast(0, tf.int64), total, n), [-1, 1])
+    flat_ids = tf.reshape(tf.reshape(positions, [-1, n]) + row_start, [-1])
+    flat = tf.unsorted_segment_sum(tf.reshape(grad, [-1]), flat_ids, total)
+    return [tf.reshape(flat, shape)]
+
+
+GRADIENTS = ((SORT, _sort_grad),)
+
+
+# --- lowerings to kernel IR --------------------------------------------------------------------
+def _lowering(routine_name: str):
+    def lower(ctx, op, inputs):
+        from ..compiler import ir
+        from ..compiler.lowering import NotLowerable
+
+        (x,) = inputs
+        if op.inputs[0].dtype.is_bool or not x.shape:
+            raise NotLowerable(f"{op.type} of bool values or of a scalar is not compiled")
+        return [ir.libcall(ir.Routine[routine_name], [x], op.outputs[0].dtype, x.shape)]
+
+    return lower
+
+
+SORT.lower = _lowering("SORT")
+ARG_SORT.lower = _lowering("ARGSORT")

@@ -1,0 +1,64 @@
+"""Code for a LIBCALL node: sorting along the last axis, and LAPACK routines on matrices.
+
+Each routine runs once per index of the leading axes, on views that put those axes into one:
+rows of `(rows, n)` for SORT/ARGSORT, matrices of `(batch, n, n)` (or `(batch, n, k)`
+right-hand sides) for the linear-algebra routines.  The output buffer is C-contiguous
+(allocated here), so those views of it are free; an input is made C-contiguous first
+(`np.ascontiguousarray`, a no-op when it already is).
+
+- SORT copies each row into the output and sorts it in place (numba's quicksort, NaNs last,
+  as NumPy's order); ARGSORT is numba's stable merge sort (`kind='mergesort'`), which is a
+  valid result for every NumPy `kind` and equals NumPy's own for stable ones.  Rows run in a
+  parallel loop when the elements are many (decided at run time like the loop nests).
+- INV, DET, SOLVE, CHOLESKY call numba's `np.linalg` (scipy's LAPACK) per matrix, in an
+  ordered loop: LAPACK raises `np.linalg.LinAlgError` for a singular or not
+  positive-definite matrix, and a loop that can raise is not a parallel loop.
+"""
+
+from __future__ import annotations
+
+from ...compiler.ir import Routine
+
+_LINALG = {Routine.INV: "np.linalg.inv", Routine.DET: "np.linalg.det",
+           Routine.SOLVE: "np.linalg.solve", Routine.CHOLESKY: "np.linalg.cholesky"}
+
+
+def _product(dims: list) -> str:
+    return " * ".join(f"({d})" for d in dims) if dims else "1"
+
+
+def libcall_lines(gen, node) -> list:
+    """Statements computing LIBCALL `node` into its buffer (allocated here)."""
+    lines = gen.allocate(node)
+    out = gen.buffers[id(node)]
+    args = [gen.buffers[id(x)] for x in node.inputs]
+    fresh = gen.names.fresh
+    first = node.inputs[0]
+    dims = [gen.size_text(d) for d in first.shape]
+    if node.attr in (Routine.SORT, Routine.ARGSORT):
+        rows, n = _product(dims[:-1]), dims[-1]
+        src, dst = fresh("rows"), fresh("rows")
+        lines += [f"{src} = np.ascontiguousarray({args[0]}).reshape(({rows}, {n}))",
+                  f"{dst} = {out}.reshape(({rows}, {n}))"]
+        if node.attr is Routine.SORT:
+            body = [f"    {dst}[r, :] = {src}[r]", f"    {dst}[r].sort()"]
+        else:
+            body = [f"    {dst}[r, :] = np.argsort({src}[r], kind='mergesort')"]
+        return lines + gen.branch(first.shape, f"({rows}) * ({n})",
+                                  lambda: [f"for r in prange({rows}):"] + body,
+                                  lambda: [f"for r in range({rows}):"] + body)
+    batch = _product(dims[:-2])
+    mats = [fresh("mats") for _ in args]
+    for name, buf, x in zip(mats, args, node.inputs):
+        tail = ", ".join(gen.size_text(d) for d in x.shape[-2:])
+        lines.append(f"{name} = np.ascontiguousarray({buf}).reshape(({batch}, {tail}))")
+    call = f"{_LINALG[node.attr]}({', '.join(f'{m}[b]' for m in mats)})"
+    if node.attr is Routine.DET:
+        target = fresh("dets")
+        lines += [f"{target} = {out}.reshape(({batch},))",
+                  f"for b in range({batch}):", f"    {target}[b] = {call}"]
+        return lines
+    tail = ", ".join(gen.size_text(d) for d in node.shape[-2:])
+    target = fresh("mats")
+    return lines + [f"{target} = {out}.reshape(({batch}, {tail}))",
+                    f"for b in range({batch}):", f"    {target}[b, :, :] = {call}"]
