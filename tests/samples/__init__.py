@@ -13,7 +13,7 @@ from typing import Callable
 import importlib
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
-                "random")
+                "random", "linalg")
 
 
 def areas():
