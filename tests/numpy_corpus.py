@@ -166,6 +166,19 @@ def correlation(x):
     return (z.T @ z) / (x.shape[0] - 1)
 
 
+def robust_scale(x):
+    """Centre the columns on their median and scale by the interquartile range."""
+    med = np.median(x, axis=0)
+    q1, q3 = np.percentile(x, [25, 75], axis=0)
+    return (x - med) / (q3 - q1)
+
+
+def ridge_regression(x, y, lam):
+    """Ridge least squares through the normal equations: solve (X^T X + lam I) w = X^T y."""
+    g = x.T @ x + lam * np.eye(x.shape[1])
+    return np.linalg.solve(g, x.T @ y)
+
+
 def zscore_inplace(x):
     """Z-score normalise the rows of `x` in place (`np.var`, `ddof=0`), clipped to +-3."""
     x -= x.mean(axis=-1, keepdims=True)
@@ -422,6 +435,12 @@ def _obs_args(dtype):
     return make
 
 
+def _ridge_args(rng, size):
+    n, m = _pick(size, (17, 5), (20_000, 64))
+    x = rng.standard_normal((n, m))
+    return x, x @ rng.standard_normal(m) + 0.1 * rng.standard_normal(n), 0.5
+
+
 def _rows_args(dtype, small, bench, scale=1.0):
     def make(rng, size):
         return ((rng.standard_normal(_pick(size, small, bench)) * scale).astype(dtype),)
@@ -495,6 +514,9 @@ CORPUS = [
            numba_ok=False, numba_note=_NO_AXIS),
     Kernel("correlation", correlation, _obs_args(np.float32), rtol32=1e-3, atol32=1e-4,
            numba_ok=False, numba_note=_NO_AXIS),
+    Kernel("robust_scale", robust_scale, _rows_args(np.float64, (9, 6), (2000, 500)),
+           numba_ok=False, numba_note="numba's median/percentile take no axis argument"),
+    Kernel("ridge_regression", ridge_regression, _ridge_args, rtol64=1e-8, atol64=1e-10),
     Kernel("zscore_inplace", zscore_inplace, _rows_args(np.float32, (9, 13), (2000, 1000), 4),
            mutates=(0,), rtol32=1e-4, atol32=1e-4,
            numba_ok=False, numba_note=_NO_AXIS),
