@@ -3,7 +3,7 @@
 `FUNCTIONS` maps each supported NumPy function to its traced implementation; it is what
 `TracedArray.__array_function__` dispatches on (anything else is a GraphBreak naming the
 function) and the published list of supported functions (docs/numpy_support.md); it
-includes np_functions_more.MORE_FUNCTIONS.
+includes np_functions_more.MORE_FUNCTIONS and np_functions_extra.EXTRA_FUNCTIONS.
 `install(TracedArray)` adds the ndarray methods (`.sum()`, `.reshape()`, `.astype()`, ...)
 and Python operators (each operator is its ufunc, so promotion and in-place casting rules
 are NumPy's: `a += 1.5` on an int array raises as NumPy does).
@@ -21,6 +21,7 @@ import numpy as np
 from . import np_linalg as la
 from . import np_reductions as red
 from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+from .np_functions_extra import EXTRA_FUNCTIONS
 from .np_functions_more import MORE_FUNCTIONS
 from .np_sorting import SORTING_FUNCTIONS, sort_inplace
 from .np_ufuncs import _dummy, call
@@ -53,9 +54,15 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """np.moveaxis; bad or repeated axes raise NumPy's AxisError/ValueError."""
+    from numpy.lib.array_utils import normalize_axis_tuple
+
     a = _traced(a)
-    src = [int(s) % a.ndim for s in np.atleast_1d(source)]
-    dst = [int(d) % a.ndim for d in np.atleast_1d(destination)]
+    src = list(normalize_axis_tuple(source, a.ndim, "source"))
+    dst = list(normalize_axis_tuple(destination, a.ndim, "destination"))
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number "
+                         "of elements")
     rest = [k for k in range(a.ndim) if k not in src]
     out = [None] * a.ndim
     for s, d in zip(src, dst):
@@ -426,6 +433,7 @@ FUNCTIONS = {
     np.atleast_2d: lambda *a: _atleast(a[0], 2) if len(a) == 1 else [_atleast(x, 2) for x in a],
     **SORTING_FUNCTIONS,   # np_sorting.py: sort, argsort, median, quantiles, np.linalg.inv/...
     **MORE_FUNCTIONS,   # np_functions_more.py: nan-reductions, average, cross, tensordot, ...
+    **EXTRA_FUNCTIONS,  # np_functions_extra.py: take, select, isin, linspace, cov, convolve, ...
 }
 
 

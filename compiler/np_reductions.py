@@ -44,9 +44,13 @@ _TF = {"sum": "reduce_sum", "prod": "reduce_prod", "max": "reduce_max", "min": "
 
 
 def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwargs):
-    """np.sum/prod/max/min/mean/any/all(x, axis, dtype, keepdims)."""
+    """np.sum/prod/max/min/mean/any/all(x, axis, dtype, keepdims); sum/prod/max/min also
+    with `initial=` and `where=` (see `_masked_reduce`)."""
+    kwargs = {k: v for k, v in kwargs.items() if v is not np._NoValue}
     if kwargs.get("where", True) is not True or kwargs.get("initial", None) is not None:
-        raise GraphBreak(f"np.{kind}(..., where=/initial=)")
+        if kind not in ("sum", "prod", "max", "min"):
+            raise GraphBreak(f"np.{kind}(..., where=)")
+        return _finish(_masked_reduce(kind, x, axis, dtype, keepdims, **kwargs), out)
     x = _traced(x)
     tf = api()
     axes = normalize_axes(axis, x.ndim)
@@ -70,6 +74,49 @@ def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwar
     else:
         result = getattr(tf, _TF[kind])(t, axis=list(axes), keepdims=bool(keepdims))
     return _finish(wrap(result), out)
+
+
+def _masked_reduce(kind, x, axis, dtype, keepdims, initial=None, where=True):
+    """np.sum/prod/max/min(x, ..., initial=, where=): the reduction of where(mask, x,
+    identity) combined with `initial` as NumPy converts it (the reduction of an empty array
+    with that initial), so an empty or fully masked slice gives `initial`. NumPy first runs
+    the call on zero-stride stand-ins of the same shapes and dtypes, so its errors (max/min
+    with where= but no initial, a mask that does not broadcast to x or is not boolean, an
+    initial out of the dtype's range) are NumPy's own."""
+    from .np_functions import where as select
+    from .np_ufuncs import call
+
+    if as_tensor(initial) is not None:
+        raise GraphBreak(f"np.{kind}(..., initial=<a traced value>)")
+    x = _traced(x)
+    masked = where is not True
+    mask = _traced(where) if as_tensor(where) is not None else np.asarray(where)
+    fn = getattr(np, kind)
+    extra = {} if initial is None else {"initial": initial}
+    if kind in ("sum", "prod"):
+        extra["dtype"] = dtype
+    shape = x.shape if masked else (1,) * x.ndim   # (sizes are read only for a mask)
+    with np.errstate(all="ignore"):
+        probe = fn(np.broadcast_to(np.zeros((), x.dtype), shape), axis=axis, keepdims=keepdims,
+                   where=np.broadcast_to(np.zeros((), mask.dtype), mask.shape), **extra)
+    rdt = np.asarray(probe).dtype
+    values = wrap(to_tensor(x, rdt))
+    if masked:
+        values = select(mask, values, _identity(kind, rdt))
+    tf = api()
+    t = values._as_graph_tensor()
+    axes = normalize_axes(axis, x.ndim)
+    if kind in ("max", "min") and rdt.kind == "b":   # (Max/Min have no boolean kernels)
+        op = tf.reduce_any if kind == "max" else tf.reduce_all
+    else:
+        op = getattr(tf, _TF[kind])
+    result = wrap(op(t, axis=list(axes), keepdims=bool(keepdims)) if axes else t)
+    if initial is not None:
+        init = fn(np.zeros((0,), x.dtype), **extra)
+        combine = {"sum": np.add, "prod": np.multiply, "max": np.maximum,
+                   "min": np.minimum}[kind]
+        result = call(combine, (np.asarray(init), result))
+    return result
 
 
 def _non_empty(x, axes, message):
@@ -151,19 +198,57 @@ def cumulative(x, axis=None, dtype=None, out=None, product=False):
     n = t.shape.as_list()[ax]
     if n is None:   # the scan's steps depend on the size: trace again with exact sizes
         raise NeedsStaticShapes(f"np.{fn.__name__} along an axis of runtime size")
+    t = _scan(t, ax, n, tf.multiply if product else tf.add, 1 if product else 0)
+    return _finish(wrap(t), out)
+
+
+def _scan(t, ax: int, n: int, combine, identity):
+    """Inclusive scan of `t` along `ax` (length n): ceil(log2 n) steps of combining with
+    itself shifted by 1, 2, 4, ... (the shifted-in places hold `identity`)."""
+    tf = api()
     rank = t.shape.ndims
-    combine = tf.multiply if product else tf.add
     step = 1
     while step < n:
         head = [slice(None)] * rank
         head[ax] = slice(0, n - step)
         pads = [[0, 0]] * rank
         pads[ax] = [step, 0]
-        shifted = tf.pad(tf.tensor_getitem(t, tuple(head)), pads,
-                         constant_values=1 if product else 0)
+        shifted = tf.pad(tf.tensor_getitem(t, tuple(head)), pads, constant_values=identity)
         t = combine(t, shifted)
         step *= 2
-    return _finish(wrap(t), out)
+    return t
+
+
+def accumulate(ufunc, x, axis=0, dtype=None):
+    """np.add/multiply/maximum/minimum.accumulate: the scan of `cumulative` with the ufunc
+    (as traced, so booleans combine as NumPy's or/and) and its identity; NumPy itself,
+    on a one-element array, checks the arguments and picks the dtype."""
+    from .np_ufuncs import REDUCERS, call
+
+    x = _traced(x)
+    rdt = ufunc.accumulate(np.zeros((1,) * x.ndim, x.dtype), axis=axis, dtype=dtype).dtype
+    ax = normalize_axes(axis, x.ndim)[0]
+    t = to_tensor(x, rdt)
+    n = t.shape.as_list()[ax]
+    if n is None:
+        raise NeedsStaticShapes(f"np.{ufunc.__name__}.accumulate along an axis of runtime size")
+    identity = _identity(REDUCERS[ufunc], rdt)
+    return wrap(_scan(t, ax, n, lambda a, b: call(ufunc, (wrap(a), wrap(b)))._as_graph_tensor(),
+                      identity))
+
+
+def _identity(kind: str, dtype):
+    """The value that leaves `kind`'s result unchanged, in `dtype` (for max and min the
+    dtype's lowest and highest values: -inf/inf, the integer limits, False/True)."""
+    if kind in ("sum", "prod"):
+        value = 0 if kind == "sum" else 1
+    elif dtype.kind == "f":
+        value = -np.inf if kind == "max" else np.inf
+    elif dtype.kind in "iu":
+        value = np.iinfo(dtype).min if kind == "max" else np.iinfo(dtype).max
+    else:
+        value = kind == "min"
+    return np.array(value).astype(dtype)
 
 
 def norm(x, ord=None, axis=None, keepdims=False):

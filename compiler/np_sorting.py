@@ -2,8 +2,9 @@
 percentile, quantile, np.linalg.inv/det/solve/cholesky.
 
 The sorting functions sort along one axis with the Sort/ArgSort ops (ops/sort_ops.py:
-ascending, NaNs last, argsort stable), moving that axis last and back.  `np.argsort` of any `kind` gives the
-stable order, a valid answer for every kind and NumPy's own for the stable ones.
+ascending, NaNs last, argsort stable), moving that axis last and back.  `np.argsort` of
+any `kind` gives the stable order, a valid answer for every kind and NumPy's own for the
+stable ones.
 
 median/percentile/quantile read the sorted values at static positions (the shapes are known
 while tracing) with NumPy's rules: median is the mean of the middle one or two values;
@@ -167,15 +168,15 @@ def _quantiles(name, a, q, scale, axis, out, method, keepdims, weights, interpol
     values = []
     for f in fractions.reshape(-1):
         lo, hi, gamma = _linear_positions(n, float(f))
-        below = ordered[..., lo].astype(out_dtype)
-        above = ordered[..., hi].astype(out_dtype)
+        # NumPy's _lerp: the difference in the values' own dtype, then promoted by t
+        below, above = ordered[..., lo], ordered[..., hi]
         diff = above - below
         t = np.asarray(gamma, out_dtype)
         if gamma >= 0.5:
             v = above - diff * (np.asarray(1, out_dtype) - t)
         else:
             v = below + diff * t
-        values.append(_nan_to_result(v, ordered, out_dtype))
+        values.append(_nan_to_result(v.astype(out_dtype), ordered, out_dtype))
     result = values[0] if qs.ndim == 0 else np.stack(values).reshape(
         qs.shape + tuple(values[0].shape))
     return _keep(result, x, axes, keepdims, leading=qs.ndim)

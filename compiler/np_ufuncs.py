@@ -5,11 +5,13 @@ For `__call__`, NumPy itself resolves the loop (`ufunc.resolve_dtypes`, NEP 50: 
 scalars are weak, 0-d arrays are not) and checks Python scalars against the array dtype by
 running the ufunc on empty arrays, so promotion and its errors are exactly NumPy's; the
 inputs are cast to the loop's dtypes and the op from `UFUNCS` builds the result. `reduce`
-maps add/multiply/maximum/minimum/logical_and/logical_or to reductions. `out=` writes into
-a traced array (or raises for a NumPy one); `where=`, `casting=`, other methods
-(`accumulate`, `outer`, `at`) and ufuncs not in the table raise GraphBreak.
+maps add/multiply/maximum/minimum/logical_and/logical_or to reductions, `accumulate` the
+first four to scans (np_reductions.accumulate). `out=` writes into a traced array (or
+raises for a NumPy one); `where=`, `casting=`, other methods (`outer`, `at`, ...) and
+ufuncs not in the table raise GraphBreak.
 
-`UFUNCS` is also the published list of supported ufuncs (docs/numpy_support.md).
+`UFUNCS`, `REDUCERS` and `ACCUMULATORS` are also the published lists of supported ufuncs
+and methods (docs/numpy_support.md).
 """
 
 from __future__ import annotations
@@ -294,6 +296,7 @@ UFUNCS = {
 }
 REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
             np.logical_and: "all", np.logical_or: "any"}
+ACCUMULATORS = (np.add, np.multiply, np.maximum, np.minimum)   # log-step scans
 
 
 def _dummy(x):
@@ -381,6 +384,13 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
             raise GraphBreak(f"np.{ufunc.__name__}.reduce with {sorted(kwargs)}")
         result = np_reductions.reduce(REDUCERS[ufunc], inputs[0], axis=axis, keepdims=keepdims,
                                      dtype=dtype)
+    elif method == "accumulate" and ufunc in ACCUMULATORS:
+        from . import np_reductions
+
+        axis = kwargs.pop("axis", 0)
+        if kwargs:
+            raise GraphBreak(f"np.{ufunc.__name__}.accumulate with {sorted(kwargs)}")
+        result = np_reductions.accumulate(ufunc, inputs[0], axis=axis, dtype=dtype)
     else:
         raise GraphBreak(f"np.{ufunc.__name__}.{method}")
     if out is not None:

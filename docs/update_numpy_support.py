@@ -43,15 +43,24 @@ listed ones: `np.pad` modes that compute values (`maximum`, `minimum`, `mean`, `
 `linear_ramp`, `reflect_type='odd'`), `np.conjugate` of complex numbers, `np.average` with
 traced weights or `returned=True`, `np.linalg.norm` matrix norms other than `'fro'` and vector
 ords other than None/0/1/2/±inf, `np.pad` with per-axis `constant_values`, `np.inner` above
-2-D, `np.cross` with `axis=`, `reshape` with order `'F'`, reductions with `initial=` or `where=`, in-place arithmetic through a traced mask
-(`a[m] *= 2`; `a[m] = v` works), `np.reciprocal` of integers, dict arguments, `np.cross` of 2-vectors, `np.einsum` with a repeated
-index in one operand (`"ii->"`) or `...`, `flatten`/`ravel` with order `'A'`/`'K'`.
+2-D, `np.cross` with `axis=`, `reshape` with order `'F'`, `np.mean`/`np.any`/`np.all` with
+`where=`, reductions with a traced `initial=`, `np.take` with `mode='wrap'`/`'clip'` or `out=`,
+`np.nan_to_num` of complex numbers or with array-valued replacements, `np.isin` with
+`assume_unique=True`, with `kind='table'` and traced test elements or of uint64 against signed
+integers, `np.unravel_index` into a shape without elements, `np.gradient` with array or traced
+spacings, `np.cov` with `fweights`/`aweights`, complex input or no degrees of freedom left,
+`np.convolve` when both operands are longer than 32, in-place arithmetic through a traced mask
+(`a[m] *= 2`; `a[m] = v` works), `np.reciprocal` of integers, dict arguments, `np.cross` of
+2-vectors, `np.einsum` with a repeated index in one operand (`"ii->"`) or `...`,
+`flatten`/`ravel` with order `'A'`/`'K'`.
 
 **Known differences:** integer `//` and `%` by zero give 0 as NumPy's do, without NumPy's
 RuntimeWarning; `np.max`/`np.min`/`np.argmax`/`np.argmin` over an empty axis raise NumPy's
 message as `errors.InvalidArgumentError` when the axis length is known only at run time
-(ValueError when it is known while tracing); reductions to one value return a 0-d array,
-not a NumPy scalar.
+(ValueError when it is known while tracing); an out-of-range traced index in `np.take`,
+`np.take_along_axis` or `np.unravel_index` raises `errors.InvalidArgumentError` when the code
+runs (NumPy: IndexError/ValueError); reductions to one value return a 0-d array, not a NumPy
+scalar.
 """
 
 
@@ -66,7 +75,8 @@ def document() -> str:
     from flowjit.compiler import np_functions, np_ufuncs
 
     ufuncs = sorted(f"np.{u.__name__}" for u in np_ufuncs.UFUNCS)
-    reducers = sorted(f"np.{u.__name__}.reduce" for u in np_ufuncs.REDUCERS)
+    reducers = sorted(f"np.{u.__name__}.reduce" for u in np_ufuncs.REDUCERS) + \
+        sorted(f"np.{u.__name__}.accumulate" for u in np_ufuncs.ACCUMULATORS)
     functions = sorted(_name(f) for f in np_functions.FUNCTIONS)
     methods = sorted(set(np_functions._METHODS) | {"reshape", "transpose", "flatten", "copy",
                                                   "astype", "fill"})

@@ -271,3 +271,13 @@ def test_value_computing_pads_and_complex_conjugate_break_cleanly(fn):
     with pytest.raises(UnimplementedError):
         flowjit.jit(fn, fallback=False)(a)
     _same(flowjit.jit(fn)(a), fn(a))   # with the fallback: NumPy's own answer
+
+
+def test_moveaxis_checks_its_axes_as_numpy():
+    x = np.zeros((2, 3, 4))
+    f = flowjit.jit(lambda x: np.moveaxis(x, [0, -1], [2, 0]), fallback=False)
+    assert f(x).shape == np.moveaxis(x, [0, -1], [2, 0]).shape
+    with pytest.raises(np.exceptions.AxisError):
+        flowjit.jit(lambda x: np.moveaxis(x, 0, 5), fallback=False)(x)
+    with pytest.raises(ValueError, match="same number"):
+        flowjit.jit(lambda x: np.moveaxis(x, [0, 1], [2]), fallback=False)(x)
