@@ -45,28 +45,26 @@ def _along_last(x: TracedArray, axis):
     return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """np.sort: ascending along `axis` (flattened for None), NaNs last."""
+def _sort_along(name: str, a, axis, order):
+    """np.sort / np.argsort (`name`) of `a` along `axis`, through tf.sort / tf.argsort."""
     if order is not None:
-        raise GraphBreak("np.sort(..., order=) of structured arrays")
+        raise GraphBreak(f"np.{name}(..., order=) of structured arrays")
     x = _traced(a)
     if x.ndim == 0 and axis is not None:
         raise np.exceptions.AxisError(axis, 0)
     last, back = _along_last(x, axis)
-    out = wrap(api().sort(_tensor(last)))
+    out = wrap(getattr(api(), name)(_tensor(last)))
     return out if back is None else back(out)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """np.sort: ascending along `axis` (flattened for None), NaNs last."""
+    return _sort_along("sort", a, axis, order)
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """np.argsort: int64 positions sorting along `axis` (stable: ties keep their order)."""
-    if order is not None:
-        raise GraphBreak("np.argsort(..., order=) of structured arrays")
-    x = _traced(a)
-    if x.ndim == 0 and axis is not None:
-        raise np.exceptions.AxisError(axis, 0)
-    last, back = _along_last(x, axis)
-    out = wrap(api().argsort(_tensor(last)))
-    return out if back is None else back(out)
+    return _sort_along("argsort", a, axis, order)
 
 
 def sort_inplace(self, axis=-1, kind=None, order=None, *, stable=None):
