@@ -31,10 +31,6 @@ from .np_array import GraphBreak, TracedArray, api, as_tensor, wrap
 from .np_reductions import _traced, normalize_axes
 
 
-def _tensor(x: TracedArray):
-    return as_tensor(x)
-
-
 def _along_last(x: TracedArray, axis):
     """(x with `axis` moved last, or flattened for None; a function moving it back)."""
     if axis is None:
@@ -53,7 +49,7 @@ def _sort_along(name: str, a, axis, order):
     if x.ndim == 0 and axis is not None:
         raise np.exceptions.AxisError(axis, 0)
     last, back = _along_last(x, axis)
-    out = wrap(getattr(api(), name)(_tensor(last)))
+    out = wrap(getattr(api(), name)(as_tensor(last)))
     return out if back is None else back(out)
 
 
@@ -211,7 +207,7 @@ def inv(a):
     x = _traced(a)
     _square("inv", x)
     x = _as(x, _linalg_dtype(np.linalg.inv, x))
-    return wrap(api().linalg.inv(_tensor(x)))
+    return wrap(api().linalg.inv(as_tensor(x)))
 
 
 def det(a):
@@ -219,7 +215,7 @@ def det(a):
     x = _traced(a)
     _square("det", x)
     x = _as(x, _linalg_dtype(np.linalg.det, x))
-    return wrap(api().linalg.det(_tensor(x)))
+    return wrap(api().linalg.det(as_tensor(x)))
 
 
 def cholesky(a, /, *, upper=False):
@@ -227,7 +223,7 @@ def cholesky(a, /, *, upper=False):
     x = _traced(a)
     _square("cholesky", x)
     x = _as(x, _linalg_dtype(np.linalg.cholesky, x))
-    lower = wrap(api().linalg.cholesky(_tensor(x)))
+    lower = wrap(api().linalg.cholesky(as_tensor(x)))
     return np.swapaxes(lower, -1, -2) if upper else lower
 
 
@@ -247,7 +243,7 @@ def solve(a, b):
     batch = np.broadcast_shapes(x.shape[:-2], rhs.shape[:-2])
     x = np.broadcast_to(_as(x, dtype), batch + x.shape[-2:])
     rhs = np.broadcast_to(_as(rhs, dtype), batch + rhs.shape[-2:])
-    out = wrap(api().linalg.solve(_tensor(np.copy(x)), _tensor(np.copy(rhs))))
+    out = wrap(api().linalg.solve(as_tensor(x), as_tensor(rhs)))
     return out.reshape(out.shape[:-1]) if vector else out
 
 
