@@ -89,8 +89,9 @@ def test_sort_methods_sort_in_place_and_argsort_is_stable_for_every_kind():
        dtype=st.sampled_from(["float32", "float64", "int64"]), seed=st.integers(0, 2**16))
 def test_linalg_inv_det_solve_cholesky_match_numpy(n, batch, dtype, seed):
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal(batch + (n, n)) + n * np.eye(n)
-    a = (a * 4).astype(dtype) if dtype == "int64" else a.astype(dtype)
+    # diagonally dominant, also after rounding to integers: never singular
+    a = 0.25 * rng.standard_normal(batch + (n, n)) + (n + 1) * np.eye(n)
+    a = np.rint(a * 4).astype(dtype) if dtype == "int64" else a.astype(dtype)
     spd = a @ np.swapaxes(a, -1, -2) + np.eye(n, dtype=a.dtype)
     b = rng.standard_normal((n,)).astype(dtype)
     rhs = rng.standard_normal((n, 2)).astype(dtype)
