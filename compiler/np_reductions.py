@@ -52,7 +52,6 @@ def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwar
             raise GraphBreak(f"np.{kind}(..., where=)")
         return _finish(_masked_reduce(kind, x, axis, dtype, keepdims, **kwargs), out)
     x = _traced(x)
-    tf = api()
     axes = normalize_axes(axis, x.ndim)
     sample = np.zeros((1,) * x.ndim, x.dtype)
     if kind in ("any", "all"):
@@ -72,8 +71,17 @@ def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwar
     if not axes:
         result = t
     else:
-        result = getattr(tf, _TF[kind])(t, axis=list(axes), keepdims=bool(keepdims))
+        result = _reducer(kind, rdt)(t, axis=list(axes), keepdims=bool(keepdims))
     return _finish(wrap(result), out)
+
+
+def _reducer(kind: str, dtype: np.dtype):
+    """The TF-level reduction for np.`kind` over values of `dtype`: the max/min of booleans
+    are any/all (TF's Max/Min have no boolean kernels)."""
+    tf = api()
+    if kind in ("max", "min") and dtype.kind == "b":
+        return tf.reduce_any if kind == "max" else tf.reduce_all
+    return getattr(tf, _TF[kind])
 
 
 def _masked_reduce(kind, x, axis, dtype, keepdims, initial=None, where=True):
@@ -103,13 +111,9 @@ def _masked_reduce(kind, x, axis, dtype, keepdims, initial=None, where=True):
     values = wrap(to_tensor(x, rdt))
     if masked:
         values = select(mask, values, _identity(kind, rdt))
-    tf = api()
     t = values._as_graph_tensor()
     axes = normalize_axes(axis, x.ndim)
-    if kind in ("max", "min") and rdt.kind == "b":   # (Max/Min have no boolean kernels)
-        op = tf.reduce_any if kind == "max" else tf.reduce_all
-    else:
-        op = getattr(tf, _TF[kind])
+    op = _reducer(kind, rdt)
     result = wrap(op(t, axis=list(axes), keepdims=bool(keepdims)) if axes else t)
     if initial is not None:
         init = fn(np.zeros((0,), x.dtype), **extra)

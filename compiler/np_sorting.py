@@ -49,7 +49,11 @@ def _sort_along(name: str, a, axis, order):
     if x.ndim == 0 and axis is not None:
         raise np.exceptions.AxisError(axis, 0)
     last, back = _along_last(x, axis)
-    out = wrap(getattr(api(), name)(as_tensor(last)))
+    boolean = x.dtype.kind == "b"   # (Sort has no boolean kernel: False < True as 0 < 1)
+    values = last.astype(np.uint8) if boolean else last
+    out = wrap(getattr(api(), name)(as_tensor(values)))
+    if boolean and name == "sort":
+        out = out.astype(bool)
     return out if back is None else back(out)
 
 

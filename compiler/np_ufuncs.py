@@ -364,6 +364,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
             raise GraphBreak(f"np.{ufunc.__name__}(..., {name}=...)")
         kwargs.pop(name, None)
     dtype = kwargs.pop("dtype", None)
+    if method == "__call__" and ufunc in TWO_OUTPUTS:
+        if kwargs or dtype is not None:
+            raise GraphBreak(f"np.{ufunc.__name__} with {sorted(kwargs) or ['dtype']}")
+        return _store_outputs(TWO_OUTPUTS[ufunc](*inputs), out)
     if method == "__call__":
         if ufunc is np.matmul:
             from . import np_linalg
@@ -394,12 +398,47 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     else:
         raise GraphBreak(f"np.{ufunc.__name__}.{method}")
     if out is not None:
-        target = out[0] if isinstance(out, tuple) else out
+        return _store_outputs((result,), out if isinstance(out, tuple) else (out,))[0]
+    return result
+
+
+def _store_outputs(results: tuple, out) -> tuple:
+    """`results`, or written into the traced arrays of `out=` (a tuple, None for a fresh
+    output) and those returned."""
+    if out is None:
+        return results
+    stored = []
+    for result, target in zip(results, out):
+        if target is None:
+            stored.append(result)
+            continue
         if not isinstance(target, TracedArray):
             raise GraphBreak("out= naming an array that is not traced")
         target[...] = result
-        return target
-    return result
+        stored.append(target)
+    return tuple(stored)
+
+
+def _divmod(a, b) -> tuple:
+    """np.divmod: (a // b, a % b), each with floor_divide's and remainder's own rules."""
+    return call(np.floor_divide, (a, b)), call(np.remainder, (a, b))
+
+
+def _modf(x) -> tuple:
+    """np.modf: (fractional part, integral part), both with x's sign; modf(±inf) is
+    (±0, ±inf)."""
+    (loop,), _ = resolve(np.modf, (x,))
+    x = wrap(to_tensor(x, loop))
+    whole = call(np.trunc, (x,))
+    rest = call(np.subtract, (x, whole))
+    finite = call(np.isfinite, (x,))
+    from .np_functions import where
+
+    frac = where(call(np.logical_or, (finite, call(np.isnan, (x,)))), rest, 0.0)
+    return call(np.copysign, (frac, x)), whole
+
+
+TWO_OUTPUTS = {np.divmod: _divmod, np.modf: _modf}
 
 
 def any_traced(values) -> bool:

@@ -21,7 +21,10 @@ from numpy_corpus import BY_NAME, CORPUS, copy_args
 import flowjit
 from flowjit.benchmarks import numpy_corpus as bench
 
-JIT_SECONDS = 15  # per kernel, compiling included: a hang fails the test, not the session
+# Per kernel, compiling included.  Only a guard against a hang (a hang fails the test, not the
+# session): never a timing check, so it is far above any compile seen (CI once took >15 s for
+# one kernel on a loaded 2-core machine).
+JIT_SECONDS = 240
 NAMES = [k.name for k in CORPUS]
 KERNELS = dict(zip(NAMES, CORPUS))
 

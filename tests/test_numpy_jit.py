@@ -96,6 +96,16 @@ def test_nan_handling_and_empty_reductions():
     same(lambda e: (e.sum(axis=0), e.prod(axis=0), e.sum()), e)
 
 
+def test_boolean_arrays_reduce_and_sort_as_numpy():
+    """max/min of booleans are any/all; sorting puts False first (both lack boolean kernels)."""
+    m = np.random.default_rng(3).random((5, 7)) > 0.5
+    m[1] = False
+    m[2] = True
+    same(lambda m: (np.max(m), m.min(axis=0), m.max(axis=1, keepdims=True),
+                    np.minimum.reduce(m, axis=1), np.sort(m, axis=1), np.sort(m, axis=0),
+                    np.argsort(m, axis=1, kind="stable")), m)
+
+
 def test_python_int_out_of_range_raises_numpys_error():
     x = np.arange(4, dtype=np.uint8)
     with pytest.raises(OverflowError):
