@@ -523,6 +523,8 @@ def install(cls) -> None:
     cls.__matmul__ = lambda self, o: la.matmul(self, o)
     cls.__rmatmul__ = lambda self, o: la.matmul(o, self)
     cls.__imatmul__ = lambda self, o: self.__setitem__(Ellipsis, la.matmul(self, o)) or self
+    cls.__divmod__ = lambda self, o: np.divmod(self, o)
+    cls.__rdivmod__ = lambda self, o: np.divmod(o, self)
     cls.__neg__ = lambda self: call(np.negative, (self,))
     cls.__pos__ = lambda self: call(np.positive, (self,))
     cls.__abs__ = lambda self: call(np.absolute, (self,))

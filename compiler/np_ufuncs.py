@@ -86,6 +86,8 @@ def _integer_safe(name):
     def op(a, b):
         tf = api()
         fn = getattr(tf, name)
+        if a.dtype.is_floating:
+            return _float_divmod(a, b)[0 if name == "floordiv" else 1]
         if not a.dtype.is_integer:
             return fn(a, b)
         zero, one = tf.zeros_like(b), tf.ones_like(b)
@@ -99,6 +101,29 @@ def _integer_safe(name):
         special = tf.negative(a) if name == "floordiv" else tf.zeros_like(a)
         return tf.where_v2(bad, zero, tf.where_v2(minus, special, fn(a, safe)))
     return op
+
+
+def _float_divmod(a, b):
+    """(a // b, a % b) for floats as NumPy computes them (npy_divmod): from C's fmod, the
+    remainder moved to the divisor's sign, a signed zero remainder taking the divisor's sign,
+    and the quotient (a - mod) / b rounded to the nearest whole number; b == 0 gives a / b
+    and fmod's NaN.  So inf // 2 is NaN and -5 // inf is -1, unlike floor(a / b)."""
+    tf = api()
+    zero = tf.zeros_like(a)
+    fmod = _fmod(a, b)
+    div = tf.divide(tf.subtract(a, fmod), b)
+    moved = tf.logical_and(tf.not_equal(fmod, zero),
+                           tf.not_equal(tf.less(b, zero), tf.less(fmod, zero)))
+    mod = tf.where_v2(moved, tf.add(fmod, b),
+                      tf.where_v2(tf.equal(fmod, zero), _copysign(zero, b), fmod))
+    div = tf.where_v2(moved, tf.subtract(div, tf.ones_like(div)), div)
+    floor = tf.floor(div)
+    rounded = tf.where_v2(tf.greater(tf.subtract(div, floor), _c(0.5, a)),
+                          tf.add(floor, tf.ones_like(floor)), floor)
+    quotient = tf.divide(a, b)
+    floordiv = tf.where_v2(tf.not_equal(div, zero), rounded, _copysign(zero, quotient))
+    by_zero = tf.equal(b, zero)
+    return tf.where_v2(by_zero, quotient, floordiv), tf.where_v2(by_zero, fmod, mod)
 
 
 def _divide(a, b):

@@ -20,7 +20,8 @@ with `jit(fn, fallback=False)`.
 
 Semantics are NumPy 2's: type promotion is resolved by NumPy itself (NEP 50: Python scalars
 are weak, 0-d arrays are not), float32 stays float32, integer `//` and `%` follow the
-divisor's sign, `max`/`argmax` propagate NaN as NumPy does, views are views (writes through
+divisor's sign, float `//` and `%` are NumPy's (`inf // 2` is NaN, `-5 // inf` is -1, bit for
+bit), `max`/`argmax` propagate NaN as NumPy does, views are views (writes through
 `a[1:]`, `a.T`, `a[:, 2]`, `reshape` views reach the base array) and copies are copies.
 
 **Also traced:** operators `+ - * / // % ** @ < <= > >= == != -x +x abs()`, `& | ^ ~ << >>`
@@ -50,7 +51,8 @@ ords other than None/0/1/2/±inf, `np.pad` with per-axis `constant_values`, `np.
 integers, `np.unravel_index` into a shape without elements, `np.gradient` with array or traced
 spacings, `np.cov` with `fweights`/`aweights`, complex input or no degrees of freedom left,
 `np.convolve` when both operands are longer than 32, in-place arithmetic through a traced mask
-(`a[m] *= 2`; `a[m] = v` works), `np.reciprocal` of integers, dict arguments, `np.cross` of
+(`a[m] *= 2`; `a[m] = v` works), `out=` on `np.divmod`/`np.modf` naming untraced arrays,
+`np.reciprocal` of integers, dict arguments, `np.cross` of
 2-vectors, `np.einsum` with a repeated index in one operand (`"ii->"`) or `...`,
 `flatten`/`ravel` with order `'A'`/`'K'`.
 
@@ -74,7 +76,7 @@ def document() -> str:
     """The text of docs/numpy_support.md."""
     from flowjit.compiler import np_functions, np_ufuncs
 
-    ufuncs = sorted(f"np.{u.__name__}" for u in np_ufuncs.UFUNCS)
+    ufuncs = sorted(f"np.{u.__name__}" for u in (*np_ufuncs.UFUNCS, *np_ufuncs.TWO_OUTPUTS))
     reducers = sorted(f"np.{u.__name__}.reduce" for u in np_ufuncs.REDUCERS) + \
         sorted(f"np.{u.__name__}.accumulate" for u in np_ufuncs.ACCUMULATORS)
     functions = sorted(_name(f) for f in np_functions.FUNCTIONS)

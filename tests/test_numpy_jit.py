@@ -88,6 +88,44 @@ def test_integer_division_and_modulo_signs():
     same(lambda a, b: (a // b, a % b, a - b), f, g)
 
 
+def test_two_output_ufuncs_divmod_and_modf():
+    """np.divmod (and divmod()) with NumPy's signs and zero divisors; np.modf keeps signs,
+    modf(±inf) is (±0, ±inf); out= tuples are filled."""
+    a = np.array([7, -7, 7, -7, 0, 5, np.iinfo(np.int32).min], dtype=np.int32)
+    b = np.array([2, 2, -2, -2, 3, 0, -1], dtype=np.int32)
+    with np.errstate(all="ignore"):
+        same(lambda a, b: (np.divmod(a, b), divmod(a, 3), divmod(-9, b[:3])), a, b)
+    x = np.array([1.5, -1.5, 3.0, -3.0, np.inf, -np.inf, np.nan, -0.0, 0.25], np.float32)
+
+    def modf_parts(x, a):
+        frac, whole = np.empty_like(x), np.empty_like(x)
+        np.modf(x, out=(frac, whole))
+        f, w = np.modf(x)
+        return frac, whole, np.signbit(f), np.signbit(w), np.modf(a), np.divmod(x, 0.75)
+
+    same(modf_parts, x, a)
+
+
+FLOAT_DIVISION = tf.jit(lambda x, y: (x // y, x % y, np.divmod(x, y)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_floor_division_and_remainder_match_numpy_bit_for_bit(dtype):
+    """Every pair of special and ordinary values: inf // 2 is NaN, -5 // inf is -1, a zero
+    remainder takes the divisor's sign, x // 0 is x / 0 (NumPy's npy_divmod)."""
+    values = np.array([1.5, -1.5, np.inf, -np.inf, np.nan, 5.0, -5.0, 1e30, 7.0, -0.0, 0.0,
+                       0.75, -3.0, 1e-30, 2.5, -2.5, 0.1], dtype=dtype)
+    x, y = (a.ravel() for a in np.meshgrid(values, values))
+    with np.errstate(all="ignore"):
+        ref = (x // y, x % y, *np.divmod(x, y))
+    got = FLOAT_DIVISION(x, y)
+    for r, g in zip(ref, (*got[:2], *got[2])):
+        assert g.dtype == r.dtype
+        np.testing.assert_array_equal(g, r)
+        numbers = ~np.isnan(r)   # (a NaN's sign bit is not part of NumPy's contract)
+        np.testing.assert_array_equal(np.signbit(g[numbers]), np.signbit(r[numbers]))
+
+
 def test_nan_handling_and_empty_reductions():
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -np.inf]])
     same(lambda x: (np.max(x, axis=1), np.argmax(x, axis=1), np.argmin(x, axis=0),
