@@ -103,7 +103,8 @@ def test_two_output_ufuncs_divmod_and_modf():
         f, w = np.modf(x)
         return frac, whole, np.signbit(f), np.signbit(w), np.modf(a), np.divmod(x, 0.75)
 
-    same(modf_parts, x, a)
+    with np.errstate(invalid="ignore"):   # (NumPy warns for divmod(inf, 0.75))
+        same(modf_parts, x, a)
 
 
 FLOAT_DIVISION = tf.jit(lambda x, y: (x // y, x % y, np.divmod(x, y)))
