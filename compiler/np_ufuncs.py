@@ -79,10 +79,10 @@ def _binary(name):
     return lambda a, b: getattr(api(), name)(a, b)
 
 
-def _integer_safe(name):
-    """floor_divide / remainder with NumPy's integer results where the divisor is 0 (0, with
-    NumPy's warning left out; the kernels' own integer division raises there, as TF's does)
-    or -1."""
+def _numpy_floor_division(name):
+    """floor_divide / remainder as NumPy computes them: floats through `_float_divmod`;
+    integers with NumPy's results where the divisor is 0 (0, with NumPy's warning left out;
+    the kernels' own integer division raises there, as TF's does) or -1."""
     def op(a, b):
         tf = api()
         fn = getattr(tf, name)
@@ -281,7 +281,8 @@ def _heaviside(x, h0):
 UFUNCS = {
     np.add: _binary("add"), np.subtract: _binary("subtract"),
     np.multiply: _binary("multiply"), np.true_divide: _divide,
-    np.floor_divide: _integer_safe("floordiv"), np.remainder: _integer_safe("floormod"),
+    np.floor_divide: _numpy_floor_division("floordiv"),
+    np.remainder: _numpy_floor_division("floormod"),
     np.power: _binary("pow"), np.maximum: _binary("maximum"), np.minimum: _binary("minimum"),
     np.fmax: lambda a, b: _fmax(a, b, api().maximum),
     np.fmin: lambda a, b: _fmax(a, b, api().minimum),

@@ -325,7 +325,7 @@ OP_DEFS = (ADD, SUB, MUL, REAL_DIV, FLOOR_DIV, FLOOR_MOD, TRUNCATE_DIV, TRUNCATE
 # model), so the loops computing them have one exit and run under prange.  TensorFlow's
 # FloorDiv/FloorMod raise instead, as their reference kernels do: a REDUCE over the divisor
 # computes "no element is zero" and a runtime check (LowerContext.check) reads it, unless the
-# divisor is a constant.  NumPy's floor_divide/remainder (np_ufuncs._integer_safe) replace
+# divisor is a constant.  NumPy's floor_divide/remainder (np_ufuncs._numpy_floor_division) replace
 # zero divisors before dividing, so their check always passes.
 
 
