@@ -456,11 +456,9 @@ def _modf(x) -> tuple:
     (loop,), _ = resolve(np.modf, (x,))
     x = wrap(to_tensor(x, loop))
     whole = call(np.trunc, (x,))
-    rest = call(np.subtract, (x, whole))
-    finite = call(np.isfinite, (x,))
     from .np_functions import where
 
-    frac = where(call(np.logical_or, (finite, call(np.isnan, (x,)))), rest, 0.0)
+    frac = where(call(np.isinf, (x,)), 0.0, call(np.subtract, (x, whole)))
     return call(np.copysign, (frac, x)), whole
 
 
