@@ -20,7 +20,8 @@ from numba import njit
 
 import flowjit as tf
 from flowjit.targets.cpu import gemm as gemm_module
-from flowjit.targets.cpu.gemm import GEMMS, KC, MC, gemm_parallel, matmul_into
+from flowjit.targets.cpu.gemm import (GEMMS, KC, MC, gemm_parallel, gram_product,
+                                      gram_product_t, matmul_into, triangle_bound)
 from flowjit.targets.cpu.gemm_tiles import lanes, tile_shape
 from flowjit.targets.cpu.matmul_code import gemm_mode
 
@@ -79,6 +80,40 @@ def test_threaded_gemm_splits_rows_or_columns_and_matches_numpy(m, n, k, dtype, 
     _check(a, b, out)
     _gemm_parallel(a.T.copy().T, b, out)
     _check(a, b, out)
+
+
+@njit
+def _grams(a, blocks):
+    out = np.full((a.shape[0], a.shape[0]), np.nan, a.dtype)
+    out_t = np.full((a.shape[1], a.shape[1]), np.nan, a.dtype)
+    gram_product(a, out, blocks)
+    gram_product_t(a, out_t, blocks)
+    return out, out_t
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=st.sampled_from([1, 7, 8, 9, 55, 150, 301]), k=st.sampled_from([0, 1, 64, 300]),
+       blocks=st.sampled_from([1, 2, 3]), dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2**16))
+def test_gram_products_multiply_one_triangle_mirrored_and_match_numpy(m, k, blocks, dtype,
+                                                                      seed):
+    """The symmetric mode skips the tiles above the diagonal and mirrors the lower triangle:
+    every element is written (the outputs start as NaN) and the result is exactly symmetric,
+    on sizes across tile edges and thread counts (row blocks of equal triangle area)."""
+    a = np.random.default_rng(seed).standard_normal((m, k)).astype(dtype)
+    out, out_t = _grams(a, blocks)
+    _check(a, a.T, out)
+    _check(a.T, a, out_t)
+    np.testing.assert_array_equal(out, out.T)
+    np.testing.assert_array_equal(out_t, out_t.T)
+
+
+def test_triangle_bounds_cut_equal_areas_on_tile_rows():
+    bounds = [triangle_bound(1000, blk, 4) for blk in range(5)]
+    assert bounds[0] == 0 and bounds[-1] == 1000 and bounds == sorted(bounds)
+    assert all(b % 8 == 0 for b in bounds[:-1])
+    areas = np.diff(np.square(bounds)) / 2
+    assert np.all(np.abs(areas - 1000 ** 2 / 8) < 0.05 * 1000 ** 2 / 8)   # 8-row steps
 
 
 def test_blocking_edges_are_covered_by_the_drawn_sizes():

@@ -128,8 +128,9 @@ def test_gram_products_equal_numpy_and_are_symmetric(m, k, dtype):
 def test_gram_products_compute_one_triangle():
     a = RNG.standard_normal((300, 200))
     source = grams.lower(a, a).source
-    # a @ a.T and a.T @ a by blocks of flowjit's GEMM (BLAS when FLOWJIT_GEMM=blas)
-    assert source.count("gram_block(") == 1 and source.count("gram_block_t(") == 1
+    # a @ a.T and a.T @ a by flowjit's GEMM in its symmetric mode (BLAS when
+    # FLOWJIT_GEMM=blas)
+    assert source.count("gram_product(") == 1 and source.count("gram_product_t(") == 1
     assert "gemm_parallel(in0, in1.T" in source    # a @ b.T: flowjit's GEMM, split in it
 
 
@@ -139,4 +140,4 @@ def test_gram_products_go_to_blas_when_asked(monkeypatch):
     f = flowjit.jit(lambda a: a @ a.T * 2.0)
     np.testing.assert_allclose(f(a), a @ a.T * 2.0, rtol=1e-12, atol=1e-12)
     source = f.lower(a).source
-    assert "gram_rows(" in source and "gram_block" not in source
+    assert "gram_rows(" in source and "gram_product" not in source

@@ -23,7 +23,12 @@ Entry points for generated kernels (they reach them through scalar_code):
   columns when c has fewer rows than columns), called at a kernel's top level, never inside
   a prange loop (its parallel region would nest in the kernel's);
 - `matmul_into(a, b, out)`: serial, for batched products (one per matrix under prange);
-  products narrower than `gemm_tiles.narrow_columns` go to BLAS there.
+  products narrower than `gemm_tiles.narrow_columns` go to BLAS there;
+- `gram_product(a, out, blocks)` / `gram_product_t`: a @ a.T / a.T @ a in symmetric mode,
+  where micro-tiles wholly above the diagonal are skipped, the triangle is cut into row
+  blocks of equal area (`triangle_bound`), and each block mirrors its rows into the upper
+  triangle (600x300 float32 on 2 threads: 0.78 ms, NumPy's syrk 1.30 ms, the full product
+  1.04 ms).
 Both call the GEMM of their dtype by symbol (gemm_entry.py): one C-ABI function per dtype,
 compiled once and kept in the disk cache (gemm_library.py), so no kernel contains (and
 compiles again) the GEMM's code.  Its operands are layout-'A' views, so one compiled GEMM
@@ -50,6 +55,7 @@ from .matmul_code import SPLIT_MIN_WORK, gemm_mode
 
 KC = 256     # reduction slice: a B micro-panel (KC x NR) stays in L1 while A panels stream
 MC = 144     # rows of a per block: Ap (MC x KC) stays in L2
+FULL = 1 << 62   # gemm_rows' diagonal offset for a product computed whole
 DIRECT_ROWS = 4  # row panels of a up to which b is read in place, not packed
 _JIT = dict(boundscheck=False, nogil=True, error_model="numpy")
 
@@ -67,6 +73,15 @@ def _any_layout(typingctx, x):
         return impl_ret_borrowed(context, builder, target, args[0])
 
     return target(x), codegen
+
+
+@njit(**_JIT)
+def triangle_bound(n, blk, blocks):
+    """First row of row block `blk` of `blocks` that cut an n x n lower triangle into parts
+    of equal area (rows up to r hold r*r/2 of it), on a multiple of 8 rows."""
+    if blk >= blocks:
+        return n
+    return min(n, (int(n * np.sqrt(blk / blocks)) + 4) // 8 * 8)
 
 
 def _make(dtype_name: str):
@@ -107,7 +122,10 @@ def _make(dtype_name: str):
                     dst[r] = a[r0 + r, p0 + k] if r < height else 0
 
     @njit(**_JIT)
-    def gemm_rows(a, b, c):
+    def gemm_rows(a, b, c, diagonal):
+        """c = a @ b; with diagonal = (row of c's first row) - (column of its first
+        column) in a symmetric product's coordinates, tiles wholly above that product's
+        diagonal are skipped (FULL: none)."""
         m, depth = a.shape
         n = b.shape[1]
         ldc = c.strides[0] // c.itemsize
@@ -142,6 +160,8 @@ def _make(dtype_name: str):
                     for ip in range((mc + mr - 1) // mr):
                         r0 = i0 + ip * mr
                         height = min(mr, m - r0)
+                        if j0 - r0 > diagonal + height - 1:
+                            continue    # above the diagonal: the mirror fills it
                         a_off = ip * kc * mr
                         if jp < first:
                             if height == mr:
@@ -168,29 +188,51 @@ def _make(dtype_name: str):
         if c.shape[0] == 0 or c.shape[1] == 0:
             return
         if c.shape[1] == 1 or c.strides[1] == c.itemsize:
-            gemm_rows(a, b, c)
+            gemm_rows(a, b, c, FULL)
             return
         tmp = _any_layout(np.empty(c.shape, dtype))   # one specialization of gemm_rows
-        gemm_rows(a, b, tmp)
+        gemm_rows(a, b, tmp, FULL)
         for i in range(c.shape[0]):
             for j in range(c.shape[1]):
                 c[i, j] = tmp[i, j]
 
-    return gemm
+    @njit(**_JIT)
+    def symmetric_rows(a, b, c, lo, hi):
+        """Rows lo..hi of the symmetric c = a @ b (b is a's transpose): the tiles of the
+        lower triangle, then the rows' mirror image into columns lo..hi above the diagonal
+        (no other row block writes those columns)."""
+        if hi <= lo:
+            return
+        gemm_rows(a[lo:hi], b[:, :hi], c[lo:hi, :hi], lo)
+        for i in range(hi):
+            for j in range(max(lo, i + 1), hi):
+                c[i, j] = c[j, i]
+
+    return gemm, symmetric_rows
 
 
-def _make_parallel(gemm, nr: int):
+def _make_parallel(gemm, symmetric_rows, nr: int):
     from .build import PRANGE_ONLY
 
     @njit(parallel=PRANGE_ONLY, **_JIT)
-    def gemm_split(a, b, c, blocks):
+    def gemm_split(a, b, c, blocks, symmetric):
         """c = a @ b in `blocks` parallel parts: blocks of c's rows (each packs all of b),
         or of its columns when c has fewer rows than columns (each packs its own share of
         b: x.T @ dz of the W5 step, 32 x 1024, packs nothing twice).  `blocks` comes from
         the generated code (matmul_code.split_blocks(), part of the cache key), not from
-        numba.get_num_threads(), whose threading-layer symbol cached object code lacks."""
+        numba.get_num_threads(), whose threading-layer symbol cached object code lacks.
+        symmetric = 1 says b is a's transpose: only the lower triangle's tiles are
+        multiplied, in row blocks of equal area, each mirrored into the upper triangle."""
         m, n = c.shape
         depth = a.shape[1]
+        if symmetric and m == n and m > 0 and c.strides[1] == c.itemsize:
+            if blocks == 1 or m * n * depth < 2 * SPLIT_MIN_WORK:
+                symmetric_rows(a, b, c, 0, m)
+                return
+            for blk in prange(blocks):
+                symmetric_rows(a, b, c, triangle_bound(m, blk, blocks),
+                               triangle_bound(m, blk + 1, blocks))
+            return
         if blocks == 1 or m * n * depth < SPLIT_MIN_WORK:
             gemm(a, b, c)
             return
@@ -210,8 +252,9 @@ def _make_parallel(gemm, nr: int):
     return gemm_split
 
 
-GEMMS = {name: _make(name) for name in ("float32", "float64")}
-_SPLIT = {name: _make_parallel(GEMMS[name], tile_shape(name)[1]) for name in GEMMS}
+_PARTS = {name: _make(name) for name in ("float32", "float64")}
+GEMMS = {name: parts[0] for name, parts in _PARTS.items()}
+_SPLIT = {name: _make_parallel(*parts, tile_shape(name)[1]) for name, parts in _PARTS.items()}
 
 
 def gemm_parallel(a, b, out, blocks):
@@ -230,7 +273,7 @@ def _gemm_parallel(a, b, out, blocks):
     shared = external_gemm(name)
 
     def impl(a, b, out, blocks):
-        shared(a, b, out, blocks)
+        shared(a, b, out, blocks, 0)
 
     return impl
 
@@ -253,7 +296,7 @@ def _matmul_into(a, b, out):
 
         def own(a, b, out):
             if out.shape[1] >= narrow:
-                shared(a, b, out, 1)
+                shared(a, b, out, 1, 0)
             else:
                 np.dot(a, b, out)
 
@@ -265,18 +308,19 @@ def _matmul_into(a, b, out):
     return blas
 
 
-def gram_block(a, out, lo, hi):
-    """out[lo:hi, :hi] = rows lo..hi of a @ a.T (the first hi columns), on one thread."""
-    out[lo:hi, :hi] = a[lo:hi] @ a[:hi].T
+def gram_product(a, out, blocks):
+    """out[...] = a @ a.T, symmetric: one triangle multiplied in `blocks` parallel parts,
+    then mirrored (kernels call this at their top level, never inside a prange loop)."""
+    np.dot(a, a.T, out)
 
 
-def gram_block_t(a, out, lo, hi):
-    """out[lo:hi, :hi] = rows lo..hi of a.T @ a (the first hi columns), on one thread."""
-    out[lo:hi, :hi] = a[:, lo:hi].T @ a[:, :hi]
+def gram_product_t(a, out, blocks):
+    """out[...] = a.T @ a, as gram_product."""
+    np.dot(a.T, a, out)
 
 
 def _gram_overload(transposed: bool):
-    def typer(a, out, lo, hi):
+    def typer(a, out, blocks):
         from .gemm_entry import external_gemm
 
         name = str(out.dtype)
@@ -284,15 +328,15 @@ def _gram_overload(transposed: bool):
             return None
         shared = external_gemm(name)
         if transposed:
-            def impl(a, out, lo, hi):
-                shared(a[:, lo:hi].T, a[:, :hi], out[lo:hi, :hi], 1)
+            def impl(a, out, blocks):
+                shared(a.T, a, out, blocks, 1)
         else:
-            def impl(a, out, lo, hi):
-                shared(a[lo:hi], a[:hi].T, out[lo:hi, :hi], 1)
+            def impl(a, out, blocks):
+                shared(a, a.T, out, blocks, 1)
         return impl
 
     return typer
 
 
-overload(gram_block, jit_options=_JIT, inline="always")(_gram_overload(False))
-overload(gram_block_t, jit_options=_JIT, inline="always")(_gram_overload(True))
+overload(gram_product, jit_options=_JIT, inline="always")(_gram_overload(False))
+overload(gram_product_t, jit_options=_JIT, inline="always")(_gram_overload(True))

@@ -4,10 +4,12 @@ Kernels do not contain the GEMM's code: numba would link (re-optimize and compil
 a callee's whole module into every kernel that calls it, ~1-2 s per kernel and ~8 s per
 dtype per process.  Instead each dtype's GEMM is one `numba.cfunc`,
 
-    flowjit_gemm_<dtype>(m, n, k, a, a_s0, a_s1, b, b_s0, b_s1, c, c_s0, c_s1, blocks)
+    flowjit_gemm_<dtype>(m, n, k, a, a_s0, a_s1, b, b_s0, b_s1, c, c_s0, c_s1, blocks,
+                         symmetric)
 
 (addresses and byte strides as integers: c[m, n] = a[m, k] @ b[k, n], in `blocks` parallel
-parts, serial when blocks is 1; returns 0), whose object code the disk cache keeps
+parts, serial when blocks is 1; symmetric = 1 when b is a's transpose, so that only one
+triangle is multiplied; returns 0), whose object code the disk cache keeps
 (gemm_library.py), and kernels call it by that symbol name (`call_gemm` below), which LLVM
 resolves in this process and in processes that load cached kernels without numba.
 
@@ -25,7 +27,7 @@ from numba.np.arrayobj import populate_array
 
 from .gemm import _JIT, _SPLIT
 
-SIGNATURE = types.intp(*([types.intp] * 13))   # returns 0 (a C void would be declared ptr)
+SIGNATURE = types.intp(*([types.intp] * 14))   # returns 0 (a C void would be declared ptr)
 
 
 def symbol_name(dtype_name: str) -> str:
@@ -75,9 +77,10 @@ def compile_gemm(dtype_name: str):
     view = _strided_view(dtype_name)
     split = _SPLIT[dtype_name]
 
-    def flowjit_gemm(m, n, k, a, a_s0, a_s1, b, b_s0, b_s1, c, c_s0, c_s1, blocks):
+    def flowjit_gemm(m, n, k, a, a_s0, a_s1, b, b_s0, b_s1, c, c_s0, c_s1, blocks,
+                     symmetric):
         split(view(a, m, k, a_s0, a_s1), view(b, k, n, b_s0, b_s1),
-              view(c, m, n, c_s0, c_s1), blocks)
+              view(c, m, n, c_s0, c_s1), blocks, symmetric)
         return 0
 
     return numba.cfunc(SIGNATURE, **_JIT)(flowjit_gemm)
@@ -87,9 +90,9 @@ _CALLERS: dict = {}
 
 
 def external_gemm(dtype_name: str):
-    """A function for jitted code, `gemm(a, b, out, blocks)`, that calls the shared GEMM of
-    `dtype_name` through its symbol (registered in this process now, compiled or loaded
-    from the disk cache if needed)."""
+    """A function for jitted code, `gemm(a, b, out, blocks, symmetric)`, that calls the
+    shared GEMM of `dtype_name` through its symbol (registered in this process now,
+    compiled or loaded from the disk cache if needed)."""
     from . import gemm_library
 
     gemm_library.provide(dtype_name)
@@ -98,11 +101,11 @@ def external_gemm(dtype_name: str):
     fn = types.ExternalFunction(symbol_name(dtype_name), SIGNATURE)
 
     @numba.njit(**_JIT)
-    def call_gemm(a, b, out, blocks):
+    def call_gemm(a, b, out, blocks, symmetric):
         m, n = out.shape
         fn(m, n, a.shape[1], data_address(a), a.strides[0], a.strides[1],
            data_address(b), b.strides[0], b.strides[1],
-           data_address(out), out.strides[0], out.strides[1], blocks)
+           data_address(out), out.strides[0], out.strides[1], blocks, symmetric)
 
     _CALLERS[dtype_name] = call_gemm
     return call_gemm

@@ -23,7 +23,7 @@ from . import cache, native
 
 log = logging.getLogger("flowjit.cache")
 
-ABI = "flowjit_gemm-1"
+ABI = "flowjit_gemm-2"
 PREFIX = "flowjit_gemm_"
 FILES = ("gemm.o", "gemm.json")
 DTYPES = ("float32", "float64")

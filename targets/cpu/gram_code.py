@@ -10,9 +10,16 @@ its rows into its columns of the upper triangle (C[i, r0:r1] = C[r0:r1, i], rows
 that thread's cache; the columns of different blocks are disjoint). A separate parallel
 mirror pass over C measured bimodal (0.9 or 1.6 ms for 600x300) where this is steady.
 
+With flowjit's own GEMM (the default, matmul_code.gemm_mode) the product is instead one call,
+`gram_product(a, out, blocks)`: the GEMM skips the micro-tiles above the diagonal and cuts
+the triangle into one row block of equal area per thread (gemm.py), each packing the
+shared operand once; eight BLAS-sized blocks would pack it eight times (600x300 float32:
+2.8 ms, as against NumPy's syrk at 1.4 ms).
+
 `gram_lines(...)` writes the statements for a MATMUL node whose two operands are the same
-buffer with opposite transpose flags (`is_gram`); each block is one call of the intrinsic
-`gram_rows` (gram_blas.py). This module imports no numba: the build decides with it.
+buffer with opposite transpose flags (`is_gram`); each BLAS block is one call of the
+intrinsic `gram_rows` (gram_blas.py). This module imports no numba: the build decides with
+it.
 """
 
 from __future__ import annotations
@@ -30,13 +37,14 @@ def is_gram(node) -> bool:
 
 def gram_lines(gen, a: str, out: str, n: str, transposed: bool) -> list:
     """Statements filling `out` (n x n, allocated) with the Gram product of buffer `a`."""
-    from .matmul_code import gemm_mode
+    from .matmul_code import gemm_mode, split_blocks
 
     half = GRAM_BLOCKS // 2
     if gemm_mode() == "own":
-        block_call = f"gram_block{'_t' if transposed else ''}({a}, {out}, lo, hi)"
-    else:
-        block_call = f"gram_rows({a}, {out}, lo, hi, {transposed})"
+        # flowjit's GEMM multiplies the lower triangle's tiles itself, in row blocks of equal
+        # area that each pack their share of the operand once, and mirrors them
+        return [f"gram_product{'_t' if transposed else ''}({a}, {out}, {split_blocks()})"]
+    block_call = f"gram_rows({a}, {out}, lo, hi, {transposed})"
     return [
         f"for pair in prange({half}):",
         "    for side in range(2):",
