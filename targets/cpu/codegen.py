@@ -20,7 +20,8 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import library_code, matmul_code, reduce_nests, scalar_code, scatter_code
+from . import (library_code, matmul_code, reduce_nests, scalar_code, scatter_code,
+               vector_width)
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
@@ -190,7 +191,7 @@ class Generator:
             outs.append(name)
         ret = f"return ({', '.join(outs)},)" if outs else "return ()"
         lines = [f"def {self.name}({', '.join(params)}):"]
-        lines += ["    " + ln for ln in self._prologue + body + [ret]]
+        lines += ["    " + ln for ln in vector_width.widen(self._prologue + body + [ret])]
         head = ["import numpy as np", "from numba import prange",
                 "from flowjit.targets.cpu.scalar_code import *  # noqa: F401,F403", ""]
         return "\n".join(head + self.const_lines + [""] + lines) + "\n"

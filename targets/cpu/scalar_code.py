@@ -22,11 +22,12 @@ from .gemm import gemm_parallel, gram_product, gram_product_t, matmul_into  # no
 from .gram_blas import gram_rows  # noqa: F401 - called by generated code
 from .large_buffers import empty_buffer  # noqa: F401 - called by generated code
 from .reduce_steps import radd, rmax, rmin  # noqa: F401 - called by generated code
+from .vector_width import wide_vectors  # noqa: F401 - called by generated code
 
 __all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "ishl", "ishr", "np", "math", "VM_exp",
            "VM_log", "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
            "empty_buffer", "gemm_parallel", "gram_product", "gram_product_t", "gram_rows",
-           "matmul_into", "radd", "rmax", "rmin"]
+           "matmul_into", "radd", "rmax", "rmin", "wide_vectors"]
 
 _INLINE = dict(inline="always", error_model="numpy")
 
