@@ -23,6 +23,7 @@ from . import np_reductions as red
 from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
 from .np_functions_extra import EXTRA_FUNCTIONS
 from .np_functions_more import MORE_FUNCTIONS
+from .np_functions_split import SPLIT_FUNCTIONS
 from .np_sorting import SORTING_FUNCTIONS, sort_inplace
 from .np_ufuncs import _dummy, call
 
@@ -434,6 +435,7 @@ FUNCTIONS = {
     **SORTING_FUNCTIONS,   # np_sorting.py: sort, argsort, median, quantiles, np.linalg.inv/...
     **MORE_FUNCTIONS,   # np_functions_more.py: nan-reductions, average, cross, tensordot, ...
     **EXTRA_FUNCTIONS,  # np_functions_extra.py: take, select, isin, linspace, cov, convolve, ...
+    **SPLIT_FUNCTIONS,  # np_functions_split.py: split/array_split, allclose, matrix_power
 }
 
 

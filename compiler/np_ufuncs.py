@@ -311,6 +311,7 @@ UFUNCS = {
     np.sign: _unary("sign"), np.isnan: _unary("is_nan"), np.isinf: _unary("is_inf"),
     np.isfinite: _unary("is_finite"), np.deg2rad: _float_only(_scale(math.pi / 180)),
     np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: _real_only("conjugate"),
+    np.radians: _float_only(_scale(math.pi / 180)), np.degrees: _float_only(_scale(180 / math.pi)),
     np.arctan: _float_only(lambda x: api().atan2(x, api().ones_like(x))),
     np.arcsin: _float_only(_arcsin), np.arccos: _float_only(_arccos),
     np.arcsinh: _float_only(_arcsinh), np.arccosh: _float_only(_arccosh),
@@ -414,6 +415,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
             raise GraphBreak(f"np.{ufunc.__name__}.reduce with {sorted(kwargs)}")
         result = np_reductions.reduce(REDUCERS[ufunc], inputs[0], axis=axis, keepdims=keepdims,
                                      dtype=dtype)
+    elif method == "outer" and ufunc in UFUNCS and ufunc.nin == 2 and not kwargs:
+        result = call(ufunc, _outer_operands(*inputs))
+        if dtype is not None:
+            result = wrap(to_tensor(result, np.dtype(dtype)))
     elif method == "accumulate" and ufunc in ACCUMULATORS:
         from . import np_reductions
 
@@ -426,6 +431,14 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if out is not None:
         return _store_outputs((result,), out if isinstance(out, tuple) else (out,))[0]
     return result
+
+
+def _outer_operands(a, b) -> tuple:
+    """(a, b) shaped so that broadcasting them gives `ufunc.outer(a, b)`: a gains one axis
+    of length 1 per axis of b."""
+    a = a if isinstance(a, TracedArray) else np.asarray(a)
+    b = b if isinstance(b, TracedArray) else np.asarray(b)
+    return a.reshape(tuple(a.shape) + (1,) * b.ndim), b
 
 
 def _store_outputs(results: tuple, out) -> tuple:

@@ -84,7 +84,8 @@ def document() -> str:
                                                   "astype", "fill"})
     lines = [HEADER, f"## Ufuncs ({len(ufuncs)})", "", ", ".join(f"`{u}`" for u in ufuncs),
              "", "Ufunc methods: " + ", ".join(f"`{r}`" for r in reducers) +
-             "; `out=` naming a traced array; `dtype=`.", "",
+             "; `.outer` of every two-input ufunc above; `out=` naming a traced array; "
+             "`dtype=`.", "",
              f"## Functions ({len(functions)})", "", ", ".join(f"`{f}`" for f in functions),
              "", f"## ndarray methods ({len(methods)})", "",
              ", ".join(f"`.{m}()`" for m in methods), ""]
