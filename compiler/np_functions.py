@@ -24,6 +24,7 @@ from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
 from .np_functions_extra import EXTRA_FUNCTIONS
 from .np_functions_more import MORE_FUNCTIONS
 from .np_functions_split import SPLIT_FUNCTIONS
+from .np_search import SEARCH_FUNCTIONS
 from .np_sorting import SORTING_FUNCTIONS, sort_inplace
 from .np_ufuncs import _dummy, call
 
@@ -436,6 +437,7 @@ FUNCTIONS = {
     **MORE_FUNCTIONS,   # np_functions_more.py: nan-reductions, average, cross, tensordot, ...
     **EXTRA_FUNCTIONS,  # np_functions_extra.py: take, select, isin, linspace, cov, convolve, ...
     **SPLIT_FUNCTIONS,  # np_functions_split.py: split/array_split, allclose, matrix_power
+    **SEARCH_FUNCTIONS,  # np_search.py: searchsorted, interp
 }
 
 
