@@ -101,7 +101,7 @@ def test_broadcast_division_is_not_recomputed_in_the_product():
 def test_nests_with_the_most_work_run_in_parallel():
     """More candidate nests than MAX_PARALLEL_NESTS: the large ones (n x n, at the end of
     the kernel) are parallel, small ones (n) before them are not."""
-    from flowjit.targets.cpu.codegen import MAX_PARALLEL_NESTS
+    from flowjit.targets.cpu.parallel_budget import MAX_PARALLEL_NESTS
 
     def many(a, v):
         for _ in range(MAX_PARALLEL_NESTS + 2):

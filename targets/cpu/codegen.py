@@ -8,7 +8,9 @@ pool (the choice is made at run time from the sizes).  Scalar code is emitted on
 operation per statement, each hoisted to the outermost loop it depends on. Float
 reductions accumulate with `radd`/`rmax`/`rmin` (reduce_steps.py), so their loops vectorize
 without fastmath on anything else; every buffer is allocated with `empty_buffer`
-(large_buffers.py), which recycles large blocks through the buffer pool.
+(large_buffers.py), which recycles large blocks through the buffer pool. Statements come
+from emitter.py, the choice of parallel nests from parallel_budget.py, and the kernel and
+every prange body start with `wide_vectors()` (vector_width.py).
 
 This module sees only kernel IR (`compiler.ir`) and the schedule; it knows no graph ops.
 """
@@ -20,75 +22,12 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import (library_code, matmul_code, reduce_nests, scalar_code, scatter_code,
-               vector_width)
+from . import (library_code, matmul_code, parallel_budget, reduce_nests, scalar_code,
+               scatter_code, vector_width)
+from .emitter import Emitter, Names
+from .parallel_budget import MAX_PARALLEL_NESTS
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
-MAX_PARALLEL_NESTS = 8       # numba compiles each prange region separately (~1 s each):
-                             # the loop nests with the most work get one (parallel_choice)
-GUESSED_SIZE = 1000          # a run-time size, when ranking loop nests by their work
-LARGE_WORK = 1_000_000       # elements: nests surely this large are parallel beyond the 8 ...
-MAX_LARGE_NESTS = 24         # ... up to this many (serial, each would cost >= ~0.3 ms)
-
-
-class _Names:
-    def __init__(self):
-        self.count = 0
-
-    def fresh(self, prefix="v"):
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-
-class _Emitter:
-    """Turns resolved expressions into hoisted statements for one loop nest."""
-
-    def __init__(self, gen, loop_vars, unsigned_index: bool = False):
-        self.gen = gen
-        self.unsigned_index = unsigned_index
-        self.levels = {id(v): k + 1 for k, v in enumerate(loop_vars)}
-        self.stmts: dict = {}     # level -> list of lines
-        self.names: dict = {}     # id(expr) -> (name, level)
-        self._named: list = []    # those expressions, kept alive so no id is reused
-
-    def level_of(self, e) -> int:
-        hit = self.names.get(id(e))
-        if hit is not None:
-            return hit[1]
-        if e.op is Scalar.VAR:
-            return self.levels.get(id(e), 0)
-        return max((self.level_of(a) for a in e.args), default=0)
-
-    def value(self, e) -> str:
-        """The Python expression (usually a temp name) computing `e`."""
-        hit = self.names.get(id(e))
-        if hit is not None:
-            return hit[0]
-        op = e.op
-        if op is Scalar.CONST:
-            return self.gen.constant(e.attr, e.dtype)
-        if op is Scalar.VAR:
-            kind, k = e.attr
-            return f"{ {'a': 'i', 'r': 'r', 'u': 'u'}[kind]}{k}"
-        if op is Scalar.DIM:
-            return self.gen.dim_name(e)
-        args = [self.value(a) for a in e.args]
-        if op is Scalar.LOAD:
-            if self.unsigned_index:
-                args = [scalar_code.unsigned(a) for a in args]
-            text = self.gen.load_text(e.attr, args)
-        else:
-            text = scalar_code.render(op, e.dtype, args, [a.dtype for a in e.args],
-                                      self.gen.helpers)
-        level = self.level_of(e)
-        name = self.gen.names.fresh()
-        self.stmts.setdefault(level, []).append(f"{name} = {text}")
-        self.names[id(e)] = (name, level)
-        self._named.append(e)
-        return name
-
-    def take(self, level: int) -> list:
-        return self.stmts.pop(level, [])
 
 
 class Generator:
@@ -100,7 +39,7 @@ class Generator:
         self.parallel_requests: list = []       # (work estimate, surely large) per branch()
         self.program = schedule.program
         self.name = name
-        self.names = _Names()
+        self.names = Names()
         self.parallel_budget = MAX_PARALLEL_NESTS
         self.constants: dict = {}
         self.const_lines: list = []
@@ -146,13 +85,13 @@ class Generator:
             return f"{name}[{', '.join(args[k] for k in kept)}]"
         return f"{self.buffers[id(node)]}[{', '.join(args)}]"
 
-    def emitter(self, loop_vars, unsigned_index: bool = False) -> _Emitter:
+    def emitter(self, loop_vars, unsigned_index: bool = False) -> Emitter:
         """A statement emitter for a loop nest over `loop_vars` (outermost first); with
         `unsigned_index`, every load indexes with unsigned indices (`scalar_code.unsigned`)."""
-        return _Emitter(self, loop_vars, unsigned_index)
+        return Emitter(self, loop_vars, unsigned_index)
 
     def size_text(self, e) -> str:
-        em = _Emitter(self, ())
+        em = Emitter(self, ())
         text = em.value(e)
         self._prologue.extend(em.take(0))
         return text
@@ -205,7 +144,7 @@ class Generator:
             loaded = [e.attr for e in ir.walk(cond) if e.op is Scalar.LOAD]
             if all((id(n) in self.locals and not n.shape) or  # a rank-0 local: no loop
                    (id(n) in self.buffers and id(n) not in self.scratch_p) for n in loaded):
-                em = _Emitter(self, ())
+                em = Emitter(self, ())
                 text = em.value(cond)
                 lines += em.take(0) + [f"if not {text}:", f"    raise ValueError({item[1]!r})"]
                 pending.remove(item)
@@ -297,8 +236,8 @@ class Generator:
             if total < PARALLEL_MIN_WORK:
                 return serial()
         request = len(self.parallel_requests)
-        self.parallel_requests.append((_work_estimate(dims),
-                                       rows_of_sums or _surely_large(dims)))
+        self.parallel_requests.append((parallel_budget.work_estimate(dims),
+                                       rows_of_sums or parallel_budget.surely_large(dims)))
         if self.parallel_choice is not None:
             if request not in self.parallel_choice:
                 return serial()
@@ -382,7 +321,7 @@ class Generator:
             extents = list(m.shape[p:])
         else:
             inner_vars, extents = list(m.raxes), list(m.rshape)
-        em = _Emitter(self, list(ir.axis_vars(p)) + inner_vars)
+        em = Emitter(self, list(ir.axis_vars(p)) + inner_vars)
         em.names = names
         value = em.value(body)
         for lvl in range(p):
@@ -448,7 +387,7 @@ def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     """The Python source of the kernel module for `schedule`.  When more loop nests could
     run in parallel than MAX_PARALLEL_NESTS, the source is generated again with the ones
     of the most work parallel, and beyond those up to MAX_LARGE_NESTS surely of at least
-    LARGE_WORK elements (`_surely_large`) or of row reductions over run-time sizes.  The
+    LARGE_WORK elements or of row reductions over run-time sizes (parallel_budget.py).  The
     first ones, as the first pass has it, left 20 matrix-vector products of an unrolled
     power iteration on one thread after the fourth."""
     first = Generator(schedule, name)
@@ -456,34 +395,9 @@ def generate_source(schedule: Schedule, name: str = "kernel") -> str:
     requests = first.parallel_requests
     if len(requests) <= MAX_PARALLEL_NESTS:
         return source
-    ranked = sorted(range(len(requests)), key=lambda k: (-requests[k][0], k))
-    chosen = ranked[:MAX_PARALLEL_NESTS] + [k for k in ranked[MAX_PARALLEL_NESTS:
-                                                            MAX_LARGE_NESTS]
-                                            if requests[k][1]]
-    again = Generator(schedule, name, frozenset(chosen))
+    again = Generator(schedule, name, parallel_budget.choose(requests))
     second = again.generate()
     return second if len(again.parallel_requests) == len(requests) else source
-
-
-def _surely_large(dims) -> bool:
-    """Whether a nest over `dims` visits at least LARGE_WORK elements by its static sizes
-    alone (a kernel compiled for exact shapes).  With run-time sizes nothing is sure: the
-    arrays of a Session cluster (a training step's weights) have them too, and counting
-    them as large gave such kernels twice the parallel regions to compile."""
-    static = 1
-    for d in dims:
-        if not ir.is_const(d):
-            return False
-        static *= d.attr
-    return static >= LARGE_WORK
-
-
-def _work_estimate(dims) -> float:
-    """The elements a loop nest over `dims` visits, a run-time size counted GUESSED_SIZE."""
-    work = 1.0
-    for d in dims:
-        work *= d.attr if ir.is_const(d) else GUESSED_SIZE
-    return work
 
 
 def numpy_dtype_name(dtype) -> str:
