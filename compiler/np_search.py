@@ -31,18 +31,20 @@ from .np_ufuncs import call
 
 def _before(x, y, side: str):
     """Whether x sorts before y (side 'left': x < y) or not after it ('right': x <= y), with
-    NaN the greatest value as in NumPy's sort."""
+    NaN the greatest value as in NumPy's sort (only float operands hold NaN)."""
+    def nan(t):
+        return call(np.isnan, (t,)) if np.dtype(t.dtype).kind == "f" else None
+
+    nan_x, nan_y = nan(x), nan(y)
     if side == "left":
-        less = call(np.less, (x, y))
-        if not (np.dtype(x.dtype).kind == "f" or np.dtype(y.dtype).kind == "f"):
-            return less
-        nan_y = call(np.logical_and, (call(np.isnan, (y,)),
-                                      call(np.logical_not, (call(np.isnan, (x,)),))))
-        return call(np.logical_or, (less, nan_y))
-    less_equal = call(np.less_equal, (x, y))
-    if not (np.dtype(x.dtype).kind == "f" or np.dtype(y.dtype).kind == "f"):
-        return less_equal
-    return call(np.logical_or, (less_equal, call(np.isnan, (y,))))
+        result = call(np.less, (x, y))
+        if nan_y is not None:   # x < NaN for every number x
+            after = nan_y if nan_x is None else \
+                call(np.logical_and, (nan_y, call(np.logical_not, (nan_x,))))
+            result = call(np.logical_or, (result, after))
+        return result
+    result = call(np.less_equal, (x, y))
+    return result if nan_y is None else call(np.logical_or, (result, nan_y))
 
 
 def searchsorted(a, v, side="left", sorter=None):

@@ -45,6 +45,13 @@ def test_searchsorted_of_scalars_with_a_sorter_and_of_2d_values():
     np.testing.assert_array_equal(got[1], np.searchsorted(np.sort(a), v))
     with pytest.raises(ValueError, match="side"):
         flowjit.jit(lambda a: np.searchsorted(a, 0.0, side="middle"))(a)
+    # integers searched for floats (NaN last) and floats for integers, both sides
+    ints = np.array([-3, 0, 0, 2, 5, 9])
+    floats = np.array([-np.inf, -3.5, 0.0, 0.5, 2.0, 9.0, np.nan])
+    g = flowjit.jit(lambda a, v: (np.searchsorted(a, v), np.searchsorted(a, v, "right")))
+    for a_, v_ in ((ints, floats), (np.sort(floats), ints)):
+        for got_, side in zip(g(a_, v_), ("left", "right")):
+            np.testing.assert_array_equal(got_, np.searchsorted(a_, v_, side))
 
 
 @settings(max_examples=30, deadline=None)
