@@ -39,12 +39,12 @@ def gram_lines(gen, a: str, out: str, n: str, transposed: bool) -> list:
     """Statements filling `out` (n x n, allocated) with the Gram product of buffer `a`."""
     from .matmul_code import gemm_mode, split_blocks
 
-    half = GRAM_BLOCKS // 2
     if gemm_mode() == "own":
         # flowjit's GEMM multiplies the lower triangle's tiles itself, in row blocks of equal
         # area that each pack their share of the operand once, and mirrors them
         return [f"gram_product{'_t' if transposed else ''}({a}, {out}, {split_blocks()})"]
     block_call = f"gram_rows({a}, {out}, lo, hi, {transposed})"
+    half = GRAM_BLOCKS // 2
     return [
         f"for pair in prange({half}):",
         "    for side in range(2):",
