@@ -39,6 +39,7 @@ import threading
 
 import numpy as np
 
+from . import thread_affinity
 from .buffer_pool import ensure_pool
 
 log = logging.getLogger("flowjit.cache")
@@ -97,9 +98,12 @@ _THREAD_SYMBOLS = (("numba_parallel_for", "parallel_for"), ("do_scheduling_signe
 
 def _start_threading(ll):
     if "numba.np.ufunc.parallel" in sys.modules:
-        from numba.np.ufunc.parallel import _launch_threads  # numba already here: use it
+        from numba.np.ufunc import parallel  # numba already here: use its launcher
 
-        _launch_threads()
+        parallel._launch_threads()
+        if parallel._threading_layer == "omp":
+            thread_affinity.pin_workers(sys.modules["numba.np.ufunc.omppool"],
+                                        parallel.get_num_threads())
         return
     wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").lower()
     order = [wanted] if wanted in ("tbb", "omp", "workqueue") else ["omp", "workqueue"]
@@ -119,6 +123,8 @@ def _start_threading(ll):
     ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.launch_threads)(n)
     ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)(n)
     os.environ.setdefault("NUMBA_THREADING_LAYER", name)
+    if name == "omp":
+        thread_affinity.pin_workers(lib, n)
 
 
 def ensure_runtime(parallel: bool) -> dict:

@@ -1,0 +1,81 @@
+"""The omp threading layer's workers are pinned to one CPU each; the caller's thread is not.
+
+Each case runs in a fresh process (pinning happens once per process, when the first
+parallel kernel starts the thread pool) and reports every thread's CPU mask.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+WORKER = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import flowjit
+
+    before = sorted(os.sched_getaffinity(0))
+    f = flowjit.jit(lambda x: np.tanh(x) * 2.0 + 1.0)
+    x = np.linspace(-3, 3, 1_000_003).astype(np.float32)
+    ok = bool(np.allclose(f(x), np.tanh(x) * 2.0 + 1.0, rtol=1e-6, atol=1e-6))
+    from flowjit.targets.cpu import thread_affinity
+    masks = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            masks[tid] = sorted(os.sched_getaffinity(int(tid)))
+        except OSError:
+            pass
+    print("RESULT " + json.dumps({
+        "ok": ok, "before": before, "main": sorted(os.sched_getaffinity(0)),
+        "pinned": {str(k): v for k, v in thread_affinity.pinned_workers().items()},
+        "masks": masks, "layer": os.environ.get("NUMBA_THREADING_LAYER")}))
+""")
+
+needs_cpus = pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="worker pinning needs Linux and at least 2 CPUs")
+
+
+def run_worker(**env_changes) -> dict:
+    env = dict(os.environ, **env_changes)
+    for var in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_PLACES"):
+        if var not in env_changes:
+            env.pop(var, None)
+    out = subprocess.run([sys.executable, "-c", WORKER], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+@needs_cpus
+def test_workers_get_distinct_cpus_and_the_caller_keeps_its_mask():
+    result = run_worker(NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2")
+    assert result["ok"]
+    assert result["main"] == result["before"]          # the user's thread is untouched
+    pinned = result["pinned"]
+    assert set(pinned) == {"1"}                        # the one worker of 2 threads
+    cpu = pinned["1"]
+    assert cpu in result["before"] and cpu != result["before"][0]
+    single = [mask for mask in result["masks"].values() if mask == [cpu]]
+    assert len(single) == 1                            # exactly one thread bound there
+
+
+@needs_cpus
+@pytest.mark.parametrize("env", [{"FLOWJIT_PIN_THREADS": "0"}, {"OMP_PROC_BIND": "false"}])
+def test_pinning_can_be_turned_off(env):
+    result = run_worker(NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2", **env)
+    assert result["ok"]
+    assert result["pinned"] == {}
+    assert all(mask == result["before"] for mask in result["masks"].values())
+
+
+@needs_cpus
+def test_other_threading_layers_are_left_alone():
+    result = run_worker(NUMBA_THREADING_LAYER="workqueue", NUMBA_NUM_THREADS="2")
+    assert result["ok"]
+    assert result["pinned"] == {}
+    assert all(mask == result["before"] for mask in result["masks"].values())
