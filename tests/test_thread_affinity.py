@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from flowjit.targets.cpu import thread_affinity
+
 WORKER = textwrap.dedent("""
     import json, os, sys
     import numpy as np
@@ -31,7 +33,8 @@ WORKER = textwrap.dedent("""
     print("RESULT " + json.dumps({
         "ok": ok, "before": before, "main": sorted(os.sched_getaffinity(0)),
         "pinned": {str(k): v for k, v in thread_affinity.pinned_workers().items()},
-        "masks": masks, "layer": os.environ.get("NUMBA_THREADING_LAYER")}))
+        "masks": masks, "layer": os.environ.get("NUMBA_THREADING_LAYER"),
+        "spin": os.environ.get("GOMP_SPINCOUNT")}))
 """)
 
 needs_cpus = pytest.mark.skipif(
@@ -41,7 +44,7 @@ needs_cpus = pytest.mark.skipif(
 
 def run_worker(**env_changes) -> dict:
     env = dict(os.environ, **env_changes)
-    for var in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_PLACES"):
+    for var in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_PLACES", "GOMP_SPINCOUNT"):
         if var not in env_changes:
             env.pop(var, None)
     out = subprocess.run([sys.executable, "-c", WORKER], env=env, capture_output=True,
@@ -62,6 +65,14 @@ def test_workers_get_distinct_cpus_and_the_caller_keeps_its_mask():
     assert cpu in result["before"] and cpu != result["before"][0]
     single = [mask for mask in result["masks"].values() if mask == [cpu]]
     assert len(single) == 1                            # exactly one thread bound there
+    assert result["spin"] == thread_affinity.SPIN_COUNT  # libgomp's spin-wait is bounded
+
+
+@needs_cpus
+def test_a_spin_count_of_the_users_is_kept():
+    result = run_worker(NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2",
+                        GOMP_SPINCOUNT="12345")
+    assert result["ok"] and result["spin"] == "12345" and set(result["pinned"]) == {"1"}
 
 
 @needs_cpus

@@ -97,6 +97,7 @@ _THREAD_SYMBOLS = (("numba_parallel_for", "parallel_for"), ("do_scheduling_signe
 
 
 def _start_threading(ll):
+    thread_affinity.bound_spinning()
     if "numba.np.ufunc.parallel" in sys.modules:
         from numba.np.ufunc import parallel  # numba already here: use its launcher
 

@@ -33,6 +33,17 @@ _PARALLEL_FOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                  ctypes.c_size_t, ctypes.c_int)
 _pinned: dict = {}   # {"cpus": {thread number: cpu}} once pinned
+SPIN_COUNT = "20000"  # libgomp's spins before a waiting thread sleeps (its default: 300000)
+
+
+def bound_spinning() -> None:
+    """Shorten libgomp's spin-wait (GOMP_SPINCOUNT, unless set) before it is loaded: a thread
+    that shares a CPU with the one it waits for gives the CPU up after ~0.5 ms instead of a
+    whole time slice.  This covers what pinning cannot: the calling thread itself landing on
+    a worker's CPU (it wakes from a sleep there), until the scheduler moves it.  A libgomp
+    already loaded by another library keeps the setting it read."""
+    if wanted():
+        os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
 
 
 def wanted() -> bool:
