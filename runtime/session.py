@@ -75,25 +75,27 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         structure, tensors, targets, fetch_key = self._fetch_structure(fetches)
         feeds = self._convert_feeds(feed_dict)
-        key = (fetch_key, frozenset(t._id for t in feeds))
+        # the same feeds in another order find another (equal) plan: no set per step
+        key = (fetch_key, tuple([t._id for t in feeds]))
         plan = self._plans.get(key)
         if plan is None:
             plan = build_plan(tensors, targets, feeds, self._group)
             self._plans[key] = plan
         values = dict(feeds)
-        timeout = options.timeout_in_ms / 1000.0 if options and options.timeout_in_ms else None
-        tracing = options is not None and options.trace_level >= TraceLevel.SOFTWARE_TRACE
-        trace = [] if tracing else None
+        timeout, trace = None, None
+        if options is not None:
+            timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
+            trace = [] if options.trace_level >= TraceLevel.SOFTWARE_TRACE else None
         execute(plan, values, self._state, self._get_pool() if plan.parallel else None,
                 timeout, trace)
         if trace is not None and run_metadata is not None:
             run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th)
                                        for op, s, e, th in trace]
-        fed_arrays = {id(v) for v in feeds.values()}
+        fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
         results = {}
         for element in structure.elements:
             results[element] = (_fetch_value(values[element], fed_arrays)
-                                if isinstance(element, Tensor) else None)
+                                if type(element) is Tensor else None)
         return structure.build(results)
 
     def _fetch_structure(self, fetches):
