@@ -158,8 +158,7 @@ class ClusterStep:
         """Compute the cluster's outputs from `values` into `values`."""
         for op in self.published:
             values[op.outputs[0]] = VariableRef(state, op.name, op)
-        arrays = self._input_arrays(values, state)
-        key = None if arrays is None else self._signature(arrays)
+        arrays, key = self._inputs_and_signature(values, state)
         entry = self.kernels.entry(self, arrays, key) if key is not None else None
         if entry is not None:
             outs = self._call(entry, arrays, key, values, state, deadline)
@@ -177,9 +176,11 @@ class ClusterStep:
         if key is not None:
             self.kernels.seconds[key] += time.perf_counter() - start
 
-    def _input_arrays(self, values, state):
-        """The inputs as C-contiguous arrays (variables read), or None if one is not an array."""
-        arrays = []
+    def _inputs_and_signature(self, values, state):
+        """(the inputs as C-contiguous arrays, variables read; their array_key_of), or
+        (None, None) if one is not an array.  One pass: the signature of the last call is
+        reused when the dtypes and shapes repeat."""
+        arrays, dts, shapes = [], [], []
         variables = state.variables
         for t, reader, var_key in zip(self.inputs, self.readers, self.variable_keys):
             if var_key is not None:  # a member variable: read it here
@@ -191,22 +192,21 @@ class ClusterStep:
                 if type(v) is VariableRef:
                     v = v.read(reader)
                 if not isinstance(v, np.ndarray):
-                    return None
+                    return None, None
             # C-contiguous, aligned, native byte order, as the compiled kernel's trusted
             # entry needs (dtype and rank: the signature)
-            arrays.append(v if v.flags.num & TRUSTED_FLAGS == TRUSTED_FLAGS and v.dtype.isnative
-                          else np.array(v, dtype=v.dtype.newbyteorder("="), order="C"))
-        return arrays
-
-    def _signature(self, arrays) -> tuple:
-        """array_key_of(arrays), reusing the last call's when dtypes and shapes repeat."""
-        dts = [a.dtype for a in arrays]
-        shapes = [a.shape for a in arrays]
+            dtype = v.dtype
+            if v.flags.num & TRUSTED_FLAGS != TRUSTED_FLAGS or not dtype.isnative:
+                v = np.array(v, dtype=dtype.newbyteorder("="), order="C")
+                dtype = v.dtype
+            arrays.append(v)
+            dts.append(dtype)
+            shapes.append(v.shape)
         last_dts, last_shapes, key = self._last_signature
         if shapes != last_shapes or dts != last_dts:
             key = array_key_of(arrays)
             self._last_signature = (dts, shapes, key)
-        return key
+        return arrays, key
 
     def _call(self, entry, arrays, key, values, state, deadline):
         """The compiled kernel's outputs; None when it failed to build (then interpret)."""
