@@ -76,15 +76,16 @@ class FetchStructure:
 def fits_exactly(tensor: Tensor, value: np.ndarray) -> bool:
     """Whether array `value` has `tensor`'s dtype and a shape its static shape allows (then
     `convert_feed` would return it unchanged)."""
-    dtype = tensor.dtype
+    dtype = tensor._dtype      # the attributes behind the properties: called every step
     if dtype is _dtypes.string or value.dtype != dtype.np_dtype:
         return False
-    dims = tensor.shape.dims
+    dims = tensor._shape._dims
     if dims is None:
         return True
-    if len(dims) != value.ndim:
+    shape = value.shape
+    if len(dims) != len(shape):
         return False
-    for d, n in zip(dims, value.shape):
+    for d, n in zip(dims, shape):
         if d is not None and d != n:
             return False
     return True

@@ -125,7 +125,7 @@ class Session:
         if not isinstance(feed_dict, dict):
             raise TypeError(f"feed_dict must be a dict, got {type(feed_dict).__name__}.")
         for key, value in feed_dict.items():
-            if type(key) is Tensor and key.graph is self._graph:
+            if type(key) is Tensor and key._op.graph is self._graph:
                 if type(value) is np.ndarray and fits_exactly(key, value):
                     feeds[key] = value  # the common case: no conversion, nothing to check
                 else:
