@@ -90,3 +90,14 @@ def test_other_threading_layers_are_left_alone():
     assert result["ok"]
     assert result["pinned"] == {}
     assert all(mask == result["before"] for mask in result["masks"].values())
+
+
+@needs_cpus
+def test_workers_are_pinned_when_kernels_run_through_numba_too():
+    """With the disk cache off, kernels run through numba's dispatcher, which starts the
+    thread pool itself; the pool is still started (and pinned) by flowjit first."""
+    result = run_worker(NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2",
+                        FLOWJIT_CACHE_DIR="off")
+    assert result["ok"]
+    assert set(result["pinned"]) == {"1"} and result["main"] == result["before"]
+    assert result["spin"] == thread_affinity.SPIN_COUNT

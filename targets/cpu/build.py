@@ -104,6 +104,8 @@ def build_cached(program: Program, make_source) -> tuple:
                         key[:16], type(e).__name__, e)
             cache.discard_entry(key)
     source = make_source()
+    if "prange(" in source:   # start the thread pool as every path does (thread_affinity.py)
+        native.ensure_runtime(parallel=True)
     kernel = build_kernel(source)
     if cache.cache_dir() is not None:
         kernel = _with_entry(key, material, source, program, kernel)
