@@ -17,9 +17,13 @@ affinity mask (modulo its size).  The calling thread (k = 0) is left as it is: i
 user's thread, and a mask set on it would be inherited by every thread and child process it
 starts later.  Workers pinned to distinct CPUs can no longer pile up on one CPU with each
 other, and a calling thread that lands on a worker's CPU is the only thread the scheduler
-can move, so it moves it.  `FLOWJIT_PIN_THREADS=0` turns it off; OMP_PROC_BIND or
-GOMP_CPU_AFFINITY, when set, mean the user binds threads and this module does nothing.
-Other threading layers (workqueue, tbb) sleep instead of spinning and are left alone.
+can move, so it moves it, though only at a balancing tick.  `bound_spinning()` therefore
+also shortens libgomp's spin-wait (GOMP_SPINCOUNT), so that a thread sharing a CPU with the
+one it waits for yields it within ~0.5 ms.  `FLOWJIT_PIN_THREADS=0` turns both off;
+OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY, when set, mean the user binds threads and
+this module does nothing.  Other threading layers (workqueue, tbb) sleep instead of
+spinning and are left alone.  libgomp keeps one worker pool per calling thread: kernels
+called from other threads (the Session's inter-op pool) get workers that are not pinned.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def bound_spinning() -> None:
     """Shorten libgomp's spin-wait (GOMP_SPINCOUNT, unless set) before it is loaded: a thread
     that shares a CPU with the one it waits for gives the CPU up after ~0.5 ms instead of a
     whole time slice.  This covers what pinning cannot: the calling thread itself landing on
-    a worker's CPU (it wakes from a sleep there), until the scheduler moves it.  A libgomp
+    a worker's CPU, until the scheduler moves it.  A libgomp
     already loaded by another library keeps the setting it read."""
     if wanted():
         os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
