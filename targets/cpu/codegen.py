@@ -22,7 +22,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
-from . import (library_code, matmul_code, parallel_budget, reduce_nests, scalar_code,
+from . import (library_code, matmul_code, parallel_budget, reduce_nests, row_jam, scalar_code,
                scatter_code, vector_width)
 from .emitter import Emitter, Names
 from .parallel_budget import MAX_PARALLEL_NESTS
@@ -270,7 +270,12 @@ class Generator:
         box = self.schedule.boxes.get(id(members[0]), {}) if len(members) == 1 else {}
         for k in range(p):
             rng = "prange" if (parallel and k == 0) else "range"
-            lines.append(f"{indent}for i{k} in {rng}({_bounds(box.get(k), outer[k])}):")
+            header = f"{indent}for i{k} in {rng}({_bounds(box.get(k), outer[k])}):"
+            jam = parallel and k == p - 1 and row_jam.jammable(self, group, p) and row_jam.jammed(
+                header, f"i{k}", outer[k], hoisted.get(k + 1, []), member_lines)
+            if jam:
+                return lines + jam
+            lines.append(header)
             indent += "    "
             lines += [indent + s for s in hoisted.get(k + 1, [])]
         lines += [indent + s for s in self.row_allocs]
