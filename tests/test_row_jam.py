@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import flowjit
 from flowjit.targets.cpu.codegen import PARALLEL_MIN_WORK
-from flowjit.targets.cpu.row_jam import JAM
+from flowjit.targets.cpu.row_jam import JAM, jammed
 
 LONG = PARALLEL_MIN_WORK   # a row this long makes any nest parallel
 
@@ -75,3 +75,22 @@ def test_large_matvec_runs_jammed_and_in_parallel():
     assert f"i0_j{JAM - 1} = i0 + {JAM - 1}" in source
     assert "for i0_b in prange(" in source
     assert f"// {JAM} * {JAM}, " in source   # the remainder loop
+
+
+def test_rows_the_copies_cannot_share_are_left_alone():
+    """On the generated text: a loop whose bounds depend on the row, or whose body branches,
+    is not jammed; a plain one is, with every assigned name renamed per copy."""
+    header = "for i0 in prange(n):"
+    plain = ["acc1 = C0", "for r0 in range(m):", "    v2 = x[i0, r0]",
+             "    acc1 = radd(acc1, v2)", "out[i0] = acc1"]
+    lines = jammed(header, "i0", "n", [], plain)
+    assert lines[0] == f"for i0_b in prange((n) // {JAM}):"
+    assert "        acc1_j1 = radd(acc1_j1, v2_j1)" in lines
+    assert "    out[i0_j3] = acc1_j3" in lines
+    assert lines.count("    for r0 in range(m):") == 2   # the jammed loop and the remainder's
+    bounded = ["v3 = i0 + 1", "acc1 = C0", "for r0 in range(v3):", "    v2 = x[i0, r0]",
+               "    acc1 = radd(acc1, v2)", "out[i0] = acc1"]
+    assert jammed(header, "i0", "n", [], bounded) is None
+    branchy = ["acc1 = C0", "for r0 in range(m):", "    v2 = x[i0, r0]",
+               "    if v2 > acc1:", "        acc1 = v2", "out[i0] = acc1"]
+    assert jammed(header, "i0", "n", [], branchy) is None

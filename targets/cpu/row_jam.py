@@ -58,6 +58,7 @@ def jammable(gen, group, p: int) -> bool:
         return False
     if len(group.members) == 1 and gen.schedule.boxes.get(id(group.members[0])):
         return False
+
     def per_row(m) -> bool:   # a one-axis reduction, or a value per row computed from them
         if m.kind is NodeKind.REDUCE:
             return len(m.rshape) == 1 and bool(m.shape)
@@ -94,9 +95,10 @@ def jammed(row_loop: str, row: str, extent: str, row_lines: list, member_lines: 
     header over `extent` rows) and its body (`row_lines`: statements hoisted to the row
     level, then `member_lines`), jammed by JAM with a remainder loop: each reduction loop of
     the row runs once for JAM rows, its body copied per row; the statements between the
-    loops are copied per row in order.  None when the row is too long to copy or one of its
-    loops branches: the reductions that gain are the vectorized ones, and copies of branchy
-    loops only cost compile time (6.3 s against 2.8 for five reductions, two with argmax)."""
+    loops are copied per row in order.  None when the row is too long to copy, a loop's
+    bounds depend on the row, or a loop branches: the reductions that gain are the
+    vectorized ones, and copies of branchy loops only cost compile time (6.3 s against 2.8
+    for five reductions, two with argmax)."""
     every = row_lines + member_lines
     chunks = _chunks(every)
     loops = [c for c in chunks if _LOOP.match(c[0])]
@@ -104,6 +106,8 @@ def jammed(row_loop: str, row: str, extent: str, row_lines: list, member_lines: 
             line.rstrip().endswith(":") for c in loops for line in c[1:]):
         return None   # too long, or a loop with branches (argmax: it does not vectorize)
     copy = _renamer(every, row)
+    if any(copy(c[0], 1) != c[0] for c in loops):
+        return None   # a loop's bounds depend on the row: the copies cannot share it
     rng = "prange" if "prange(" in row_loop else "range"
     indent = row_loop[:len(row_loop) - len(row_loop.lstrip())]
     inner = indent + "    "
