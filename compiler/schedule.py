@@ -36,6 +36,8 @@ import dataclasses
 
 from . import ir
 from .box_updates import find_box_update
+from .equal_dims import SizeClasses
+from .gemm_epilogue import find_epilogues
 from .ir import Node, NodeKind, Scalar
 
 # nodes computed by a call of their own (a group each), whose inputs are materialized
@@ -65,6 +67,8 @@ class Schedule:
     reuse: dict = dataclasses.field(default_factory=dict)  # id(node) -> node whose buffer it takes
     resolved: dict = dataclasses.field(default_factory=dict)  # id -> body, loads resolved
     boxes: dict = dataclasses.field(default_factory=dict)  # id(node) -> {axis: (lo, hi)}
+    epilogues: dict = dataclasses.field(default_factory=dict)  # id(matmul) -> Epilogue
+    sizes: SizeClasses | None = None  # sizes the program's checks prove equal
 
 
 def _body_cost(node: Node) -> tuple:
@@ -351,7 +355,9 @@ def make_schedule(program: ir.Program) -> Schedule:
     groups, local, scratch, group_notes = group_nodes(program, inline, resolved)
     sched = Schedule(program, inline, groups, local, notes + group_notes, scratch=scratch,
                      resolved=resolved)
+    sched.sizes = SizeClasses(program)
     plan_memory(sched)
+    sched.epilogues = find_epilogues(sched)
     return sched
 
 
@@ -409,7 +415,7 @@ def _can_take_buffer(sched: Schedule, prod, m, outputs, taken) -> bool:
     return not (prod.kind in (NodeKind.INPUT, NodeKind.RESHAPE) or id(prod) in outputs
                 or id(prod) in taken or id(prod) in sched.local or id(prod) in sched.scratch
                 or id(prod) in sched.inline or prod.dtype is not m.dtype
-                or tuple(prod.shape) != tuple(m.shape))
+                or not sched.sizes.same_shape(tuple(prod.shape), tuple(m.shape)))
 
 
 def _donated_for(sched: Schedule, prod, m) -> bool:
@@ -417,7 +423,7 @@ def _donated_for(sched: Schedule, prod, m) -> bool:
     takes that result: `c += ...` on an argument), so m may write into its array; `m` is
     not also an output of another position, and prod is not itself an output."""
     if prod.kind is not NodeKind.INPUT or prod.dtype is not m.dtype \
-            or tuple(prod.shape) != tuple(m.shape):
+            or not sched.sizes.same_shape(tuple(prod.shape), tuple(m.shape)):
         return False
     position = prod.attr[0]
     outs = [k for k, o in enumerate(sched.program.outputs) if o is m]

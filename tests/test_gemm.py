@@ -38,6 +38,12 @@ def _gemm_parallel(a, b, out):
     gemm_parallel(a, b, out, 2)
 
 
+def _serial(a, b, out, bias=None, epilogue=0):
+    """The serial GEMM of out's dtype, with the epilogue flags (gemm_ukernel.EPILOGUE_*)."""
+    bias = np.empty(0, out.dtype) if bias is None else bias
+    GEMMS[out.dtype.name](a, b, out, bias, epilogue)
+
+
 def _check(a, b, out):
     reference = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + 1.0
@@ -60,7 +66,7 @@ def test_gemm_matches_numpy_on_drawn_shapes_and_layouts(m, n, k, dtype, transpos
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
     a, b = (a.T if ta else a), (b.T if tb else b)
     out = np.full((m, n), np.nan, dtype)
-    GEMMS[dtype](a, b, out)
+    _serial(a, b, out)
     _check(a, b, out)
     via = np.full((m, n), np.nan, dtype)      # batched products' entry (BLAS for narrow n)
     _matmul_into(a, b, via)
@@ -135,7 +141,7 @@ def test_last_column_panel_of_whole_vectors_is_computed_narrow_and_in_bounds(
     a = rng.standard_normal((m, KC + 44)).astype(dtype)
     b = rng.standard_normal((KC + 44, n)).astype(dtype)
     frame = np.full((m, n + 7), np.nan, dtype)
-    GEMMS[dtype](a, b, frame[:, :n])
+    _serial(a, b, frame[:, :n])
     _check(a, b, frame[:, :n])
     assert np.isnan(frame[:, n:]).all()
 
@@ -148,11 +154,11 @@ def test_strided_output_and_sliced_operands(dtype):
     b = rng.standard_normal((300, 70)).astype(dtype)[:, ::2]
     frame = np.zeros((40, 60), dtype)
     window = frame[:, 12:47]                       # contiguous rows, row stride 60
-    GEMMS[dtype](a, b, window)
+    _serial(a, b, window)
     _check(a, b, window)
     assert not frame[:, :12].any() and not frame[:, 47:].any()
     columns = np.zeros((35, 40), dtype).T          # column-strided output: via a copy
-    GEMMS[dtype](a, b, columns)
+    _serial(a, b, columns)
     _check(a, b, columns)
 
 
@@ -162,7 +168,7 @@ def test_special_values_propagate_as_in_numpy():
     a[3, 7] = np.nan
     b[5, 9] = np.inf
     out = np.empty((30, 50), np.float32)
-    GEMMS["float32"](a, b, out)
+    _serial(a, b, out)
     expected = a @ b
     np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
     np.testing.assert_array_equal(out[~np.isnan(expected)], expected[~np.isnan(expected)])
@@ -183,7 +189,7 @@ def test_jit_products_use_the_own_gemm_and_match_numpy():
     f = tf.jit(lambda a, b, bias: tf.nn.relu(tf.matmul(a, b) + bias))
     expected = np.maximum(a.astype(np.float64) @ b + bias, 0)
     np.testing.assert_allclose(f(a, b, bias), expected, rtol=1e-4, atol=1e-4)
-    assert "gemm_parallel(" in f.lower(a, b, bias).source
+    assert "gemm_epilogue(" in f.lower(a, b, bias).source   # bias and relu in the GEMM
 
 
 def test_gemm_mode_reads_the_environment(monkeypatch):

@@ -113,7 +113,12 @@ class Generator:
             self._prologue.append(f"if not {text}:")
             self._prologue.append(f"    raise ValueError({message!r})")
         body.extend(self.ready_checks(data_checks))
+        self.absorbed: dict = {}   # id(node) -> where its nest went (another group's code)
         for gi, group in enumerate(self.schedule.groups):
+            if id(group.members[0]) in self.absorbed:
+                body.append(f"# loop nest {gi}: {group.members[0].name}, "
+                            f"{self.absorbed[id(group.members[0])]}")
+                continue
             body.append(f"# loop nest {gi}: {', '.join(m.name for m in group.members)}")
             body.extend(self.group_code(group))
             body.extend(self.ready_checks(data_checks))
@@ -173,6 +178,17 @@ class Generator:
         return lines
 
     # --- groups ---------------------------------------------------------------------------
+    def absorb(self, node, where: str, emit: bool = True) -> list:
+        """The one-member nest computing `node` in place of the product whose buffer it
+        takes, absorbed into that product's code (a GEMM epilogue, `where` says how): its
+        code now when `emit` (for the branch where BLAS computed the product), and nothing
+        at its own place in the group order."""
+        group = next(g for g in self.schedule.groups if g.members == [node])
+        self.absorbed[id(node)] = where
+        lines = self.group_code(group) if emit else []
+        self.buffers[id(node)] = self.buffers[id(self.schedule.reuse[id(node)])]
+        return lines
+
     def group_code(self, group) -> list:
         node = group.members[0]
         if group.kind == "matmul":

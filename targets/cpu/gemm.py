@@ -50,12 +50,12 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
 from .gemm_tiles import TILE, lanes, narrow_columns, tile_shape
-from .gemm_ukernel import ukernel
+from .gemm_ukernel import EPILOGUE_BIAS, EPILOGUE_RELU, ukernel
 from .matmul_code import SPLIT_MIN_WORK, gemm_mode
 
-KC = 160     # reduction slice: a B micro-panel (KC x NR, 30 KB) stays in L1 (48 KB) while A
-             # panels stream past; at 256 it filled L1 (1024^3 float32, 2 threads, Emerald
-             # Rapids: 7.8-8.1 ms at 160, 8.7-9.0 at 256, 8.4-8.5 at 128 and 144, 8.2 at 176)
+KC = 192     # reduction slice: a B micro-panel (KC x NR, 36 KB) stays in L1 (48 KB) while A
+             # panels stream past (1024^3 float32, 2 threads, Emerald Rapids, 64-byte aligned
+             # panels: 7.1-7.3 ms at 176, 192 and 208, 7.3-7.4 at 160, 7.5 at 224)
 MC = 144     # rows of a per block: Ap (MC x KC) stays in L2
 FULL = 1 << 62   # gemm_rows' diagonal offset for a product computed whole
 DIRECT_ROWS = 4  # row panels of a up to which b is read in place, not packed
@@ -77,6 +77,29 @@ def _any_layout(typingctx, x):
     return target(x), codegen
 
 
+@intrinsic
+def data_address(typingctx, ary):
+    """The address of an array's first element, as an integer."""
+    if not isinstance(ary, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.ptrtoint(array.data, context.get_value_type(types.intp))
+
+    return types.intp(ary), codegen
+
+
+@njit(**_JIT)
+def aligned_empty(size, dtype):
+    """A new 1-D array of `size` elements whose data starts on a 64-byte boundary (a cache
+    line, a vector): NRT's large arrays start 32 bytes past one, so every 64-byte load of a
+    packed panel straddled two lines (1024^3 float32: 8.05 ms unaligned, 7.47 aligned)."""
+    raw = np.empty(size + 64, dtype)   # 64 elements: room for any skip
+    skip = ((-data_address(raw)) % 64) // raw.itemsize
+    return raw[skip:skip + size]
+
+
 @njit(**_JIT)
 def triangle_bound(n, blk, blocks):
     """First row of row block `blk` of `blocks` that cut an n x n lower triangle into parts
@@ -90,6 +113,16 @@ def _make(dtype_name: str):
     mr, nr = tile_shape(dtype_name)
     nv, width_of_vector = TILE[dtype_name][1], lanes(dtype_name)
     dtype = np.dtype(dtype_name)
+    zero = dtype.type(0)
+
+    @njit(inline="always", **_JIT)
+    def finish(value, shift, relu):
+        """One element of the epilogue, as the micro-kernel computes it: value + shift,
+        then np.maximum(., 0) when `relu` (NaN stays NaN, -0.0 becomes 0.0)."""
+        value = value + shift
+        if relu and not (value > 0 or value != value):
+            return zero
+        return value
 
     @njit(**_JIT)
     def pack_b(b, p0, kc, bp, first):
@@ -124,17 +157,24 @@ def _make(dtype_name: str):
                     dst[r] = a[r0 + r, p0 + k] if r < height else 0
 
     @njit(**_JIT)
-    def gemm_rows(a, b, c, diagonal):
-        """c = a @ b; with diagonal = (row of c's first row) - (column of its first
-        column) in a symmetric product's coordinates, tiles wholly above that product's
-        diagonal are skipped (FULL: none)."""
+    def gemm_rows(a, b, c, diagonal, bias, epilogue):
+        """c = a @ b, then the `epilogue` (gemm_ukernel.EPILOGUE_* flags, 0: none) with the
+        vector `bias` along c's columns; with diagonal = (row of c's first row) - (column
+        of its first column) in a symmetric product's coordinates, tiles wholly above that
+        product's diagonal are skipped (FULL: none)."""
         m, depth = a.shape
         n = b.shape[1]
         ldc = c.strides[0] // c.itemsize
         col_panels = (n + nr - 1) // nr
-        bp = np.empty(col_panels * nr * min(KC, max(depth, 1)), dtype)
-        ap = np.empty(((min(MC, m) + mr - 1) // mr) * mr * min(KC, max(depth, 1)), dtype)
-        tile = np.empty(mr * nr, dtype)
+        bp = aligned_empty(col_panels * nr * min(KC, max(depth, 1)), dtype)
+        ap = aligned_empty(((min(MC, m) + mr - 1) // mr) * mr * min(KC, max(depth, 1)),
+                           dtype)
+        tile = aligned_empty(mr * nr, dtype)
+        # the epilogue's bias, zero-padded to whole panels (the micro-kernel reads vectors)
+        shift = aligned_empty(col_panels * nr, dtype)
+        for j in range(col_panels * nr):
+            shift[j] = bias[j] if (epilogue & EPILOGUE_BIAS and j < n) else 0
+        relu = epilogue & EPILOGUE_RELU
         # Few rows of a: each B panel serves only a few micro-kernel calls, so full panels
         # are read where they lie (rows ldb apart) instead of being copied first; only the
         # ragged last panel is packed (x.T @ dz of the W5 step packs none of dz's 16 MB)
@@ -145,10 +185,11 @@ def _make(dtype_name: str):
         if depth == 0:
             for i in range(m):
                 for j in range(n):
-                    c[i, j] = 0
+                    c[i, j] = finish(0, shift[j], relu) if epilogue else 0
         for p0 in range(0, depth, KC):
             kc = min(KC, depth - p0)
             accumulate = 1 if p0 > 0 else 0
+            last = epilogue if p0 + kc >= depth else 0   # the epilogue runs with the last slice
             pack_b(b, p0, kc, bp, first)
             for i0 in range(0, m, MC):
                 mc = min(MC, m - i0)
@@ -168,32 +209,35 @@ def _make(dtype_name: str):
                         if jp < first:
                             if height == mr:
                                 ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, c,
-                                        r0 * ldc + j0, ldc, accumulate, nv)
+                                        r0 * ldc + j0, ldc, accumulate, nv, shift, j0, last)
                                 continue
-                            ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, tile, 0, nr, 0, nv)
+                            ukernel(kc, ap, a_off, b, p0 * ldb + j0, ldb, tile, 0, nr, 0, nv,
+                                    shift, 0, 0)
                         elif height == mr and exact:
                             ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, c, r0 * ldc + j0,
-                                    ldc, accumulate, vectors)
+                                    ldc, accumulate, vectors, shift, j0, last)
                             continue
                         else:
                             ukernel(kc, ap, a_off, bp, jp * kc * nr, nr, tile, 0, nr, 0,
-                                    vectors)
+                                    vectors, shift, 0, 0)
                         for r in range(height):
                             for j in range(width):
+                                value = tile[r * nr + j]
                                 if accumulate:
-                                    c[r0 + r, j0 + j] += tile[r * nr + j]
-                                else:
-                                    c[r0 + r, j0 + j] = tile[r * nr + j]
+                                    value += c[r0 + r, j0 + j]
+                                if last:
+                                    value = finish(value, shift[j0 + j], relu)
+                                c[r0 + r, j0 + j] = value
 
     @njit(**_JIT)
-    def gemm(a, b, c):
+    def gemm(a, b, c, bias, epilogue):
         if c.shape[0] == 0 or c.shape[1] == 0:
             return
         if c.shape[1] == 1 or c.strides[1] == c.itemsize:
-            gemm_rows(a, b, c, FULL)
+            gemm_rows(a, b, c, FULL, bias, epilogue)
             return
         tmp = _any_layout(np.empty(c.shape, dtype))   # one specialization of gemm_rows
-        gemm_rows(a, b, tmp, FULL)
+        gemm_rows(a, b, tmp, FULL, bias, epilogue)
         for i in range(c.shape[0]):
             for j in range(c.shape[1]):
                 c[i, j] = tmp[i, j]
@@ -205,7 +249,7 @@ def _make(dtype_name: str):
         (no other row block writes those columns)."""
         if hi <= lo:
             return
-        gemm_rows(a[lo:hi], b[:, :hi], c[lo:hi, :hi], lo)
+        gemm_rows(a[lo:hi], b[:, :hi], c[lo:hi, :hi], lo, c[lo, :hi], 0)
         for i in range(hi):
             for j in range(max(lo, i + 1), hi):
                 c[i, j] = c[j, i]
@@ -217,14 +261,16 @@ def _make_parallel(gemm, symmetric_rows, nr: int):
     from .build import PRANGE_ONLY
 
     @njit(parallel=PRANGE_ONLY, **_JIT)
-    def gemm_split(a, b, c, blocks, symmetric):
+    def gemm_split(a, b, c, blocks, symmetric, bias, epilogue):
         """c = a @ b in `blocks` parallel parts: blocks of c's rows (each packs all of b),
         or of its columns when c has fewer rows than columns (each packs its own share of
         b: x.T @ dz of the W5 step, 32 x 1024, packs nothing twice).  `blocks` comes from
         the generated code (matmul_code.split_blocks(), part of the cache key), not from
         numba.get_num_threads(), whose threading-layer symbol cached object code lacks.
         symmetric = 1 says b is a's transpose: only the lower triangle's tiles are
-        multiplied, in row blocks of equal area, each mirrored into the upper triangle."""
+        multiplied, in row blocks of equal area, each mirrored into the upper triangle (no
+        epilogue then).  `epilogue` (gemm_ukernel.EPILOGUE_* flags) with the vector `bias`
+        along c's columns is applied to c after the product (gemm_rows)."""
         m, n = c.shape
         depth = a.shape[1]
         if symmetric and m == n and m > 0 and c.strides[1] == c.itemsize:
@@ -236,7 +282,7 @@ def _make_parallel(gemm, symmetric_rows, nr: int):
                                triangle_bound(m, blk + 1, blocks))
             return
         if blocks == 1 or m * n * depth < SPLIT_MIN_WORK:
-            gemm(a, b, c)
+            gemm(a, b, c, bias, epilogue)
             return
         by_rows = m >= n
         panels = (n + nr - 1) // nr
@@ -244,12 +290,12 @@ def _make_parallel(gemm, symmetric_rows, nr: int):
             if by_rows:
                 lo, hi = blk * m // blocks, (blk + 1) * m // blocks
                 if hi > lo:
-                    gemm(a[lo:hi], b, c[lo:hi])
+                    gemm(a[lo:hi], b, c[lo:hi], bias, epilogue)
             else:
                 lo = min(n, (blk * panels // blocks) * nr)
                 hi = min(n, ((blk + 1) * panels // blocks) * nr)
                 if hi > lo:
-                    gemm(a, b[:, lo:hi], c[:, lo:hi])
+                    gemm(a, b[:, lo:hi], c[:, lo:hi], bias[lo:hi], epilogue)
 
     return gemm_split
 
@@ -275,9 +321,43 @@ def _gemm_parallel(a, b, out, blocks):
     shared = external_gemm(name)
 
     def impl(a, b, out, blocks):
-        shared(a, b, out, blocks, 0)
+        shared(a, b, out, blocks, 0, np.empty(0, out.dtype), 0)
 
     return impl
+
+
+def gemm_epilogue(a, b, out, blocks, bias, relu):
+    """out[...] = a @ b + bias (bias None: no bias), then np.maximum(out, 0) when `relu`: the
+    GEMM of gemm_parallel with an epilogue fused into its last stores (gemm_ukernel.py)."""
+    np.dot(a, b, out)
+    if bias is not None:
+        out += bias
+    if relu:
+        np.maximum(out, 0, out)
+
+
+@overload(gemm_epilogue, jit_options=_JIT, inline="always")
+def _gemm_epilogue(a, b, out, blocks, bias, relu):
+    from .gemm_entry import external_gemm
+
+    name = str(out.dtype)
+    if name not in _SPLIT or not a.dtype == b.dtype == out.dtype:
+        return None
+    if not isinstance(relu, (types.Boolean, types.Integer)):
+        return None
+    shared = external_gemm(name)
+    if isinstance(bias, types.NoneType):
+        def no_bias(a, b, out, blocks, bias, relu):
+            shared(a, b, out, blocks, 0, np.empty(0, out.dtype),
+                   EPILOGUE_RELU if relu else 0)   # a zero bias, then max(., 0)
+        return no_bias
+    if not (isinstance(bias, types.Array) and bias.ndim == 1 and bias.dtype == out.dtype):
+        return None
+
+    def with_bias(a, b, out, blocks, bias, relu):
+        shared(a, b, out, blocks, 0, bias, EPILOGUE_BIAS | (EPILOGUE_RELU if relu else 0))
+
+    return with_bias
 
 
 def matmul_into(a, b, out):
@@ -298,7 +378,7 @@ def _matmul_into(a, b, out):
 
         def own(a, b, out):
             if out.shape[1] >= narrow:
-                shared(a, b, out, 1, 0)
+                shared(a, b, out, 1, 0, np.empty(0, out.dtype), 0)
             else:
                 np.dot(a, b, out)
 
@@ -331,10 +411,10 @@ def _gram_overload(transposed: bool):
         shared = external_gemm(name)
         if transposed:
             def impl(a, out, blocks):
-                shared(a.T, a, out, blocks, 1)
+                shared(a.T, a, out, blocks, 1, np.empty(0, out.dtype), 0)
         else:
             def impl(a, out, blocks):
-                shared(a, a.T, out, blocks, 1)
+                shared(a, a.T, out, blocks, 1, np.empty(0, out.dtype), 0)
         return impl
 
     return typer

@@ -84,6 +84,15 @@ def matmul_lines(gen, node) -> list:
         # products narrower than half its tile go to BLAS, split here
         own = [f"gemm_parallel({a_t}, {b_t}, {out}, {split_blocks()})"]
         narrow_lines = _blas_lines(gen, node, a, b, out)
+        epilogue = gen.schedule.epilogues.get(id(node))
+        if epilogue is not None and not ta:
+            # the consumer nest runs inside the GEMM (compiler/gemm_epilogue.py); where
+            # BLAS computes the product it runs after it, as a nest
+            own = [f"gemm_epilogue({a_t}, {b_t}, {out}, {split_blocks()}, "
+                   f"{_bias_text(gen, epilogue)}, {int(epilogue.relu)})"]
+            only_own = ir.is_const(n) and n.attr >= narrow
+            narrow_lines = narrow_lines + gen.absorb(
+                epilogue.node, f"fused into {node.name}'s GEMM as its epilogue", emit=not only_own)
         if ta:
             # a.T @ b with few columns (the weight gradient x.T @ dz): as (b.T @ a).T it
             # has many columns, and a's rows are read in place, unpacked
@@ -97,6 +106,16 @@ def matmul_lines(gen, node) -> list:
         return (lines + [f"if {gen.size_text(n)} >= {narrow}:"] + ["    " + s for s in own]
                 + ["else:"] + ["    " + s for s in narrow_lines])
     return lines + _blas_lines(gen, node, a, b, out)
+
+
+def _bias_text(gen, epilogue) -> str:
+    """The epilogue's bias as a 1-D array expression (None without one)."""
+    bias = epilogue.bias
+    if bias is None:
+        return "None"
+    name = gen.buffers[id(bias)]
+    leading = len(bias.shape) - 1
+    return f"{name}[{', '.join(['0'] * leading)}]" if leading else name
 
 
 def _blas_lines(gen, node, a, b, out) -> list:

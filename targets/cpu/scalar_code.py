@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from ...compiler.ir import Combiner, Scalar
-from .gemm import gemm_parallel, gram_product, gram_product_t, matmul_into  # noqa: F401
+from .gemm import (gemm_epilogue, gemm_parallel, gram_product, gram_product_t,  # noqa: F401
+                   matmul_into)
 from .gram_blas import gram_rows  # noqa: F401 - called by generated code
 from .large_buffers import empty_buffer  # noqa: F401 - called by generated code
 from .reduce_steps import radd, rmax, rmin  # noqa: F401 - called by generated code
@@ -26,8 +27,8 @@ from .vector_width import wide_vectors  # noqa: F401 - called by generated code
 
 __all__ = ["fmax", "fmin", "ifloordiv", "imod", "isign", "ishl", "ishr", "np", "math", "VM_exp",
            "VM_log", "VM_tanh", "VM_sigmoid", "VM_erf", "VM_sin", "VM_cos", "VM_expm1", "VM_log1p",
-           "empty_buffer", "gemm_parallel", "gram_product", "gram_product_t", "gram_rows",
-           "matmul_into", "radd", "rmax", "rmin", "wide_vectors"]
+           "empty_buffer", "gemm_epilogue", "gemm_parallel", "gram_product", "gram_product_t",
+           "gram_rows", "matmul_into", "radd", "rmax", "rmin", "wide_vectors"]
 
 _INLINE = dict(inline="always", error_model="numpy")
 
