@@ -22,6 +22,7 @@ import flowjit as tf
 from flowjit.targets.cpu import gemm as gemm_module
 from flowjit.targets.cpu.gemm import (GEMMS, KC, MC, gemm_parallel, gram_product,
                                       gram_product_t, matmul_into, triangle_bound)
+from flowjit.targets.cpu.gemm_pack import transpose_block
 from flowjit.targets.cpu.gemm_tiles import lanes, tile_shape
 from flowjit.targets.cpu.matmul_code import gemm_mode
 
@@ -288,3 +289,21 @@ def _kernel_llvm(f, *args):
     kernel = build_kernel(f.lower(*args).source)
     kernel.compile(tuple(typeof(x) for x in args))
     return kernel.inspect_llvm().values()
+
+
+@njit
+def _transposed(src, src_off, lds, dst):
+    transpose_block(src, src_off, lds, dst, 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transpose_block_packs_eight_rows_k_major(dtype):
+    """One vector of k values from each of 8 rows lds apart becomes the k-major panel
+    order, written at the destination offset and nowhere else."""
+    width = lanes(dtype)
+    rows = np.arange(11 * 40, dtype=dtype).reshape(11, 40)
+    dst = np.full(8 * width + 6, -1, dtype)
+    _transposed(rows, 2 * 40 + 5, 40, dst)
+    np.testing.assert_array_equal(dst[3:3 + 8 * width],
+                                  rows[2:10, 5:5 + width].T.reshape(-1))
+    assert (dst[:3] == -1).all() and (dst[3 + 8 * width:] == -1).all()

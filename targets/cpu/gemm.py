@@ -49,6 +49,7 @@ from numba import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
+from .gemm_pack import transpose_block, transposable
 from .gemm_tiles import TILE, lanes, narrow_columns, tile_shape
 from .gemm_ukernel import EPILOGUE_BIAS, EPILOGUE_RELU, ukernel
 from .matmul_code import SPLIT_MIN_WORK, gemm_mode
@@ -114,6 +115,7 @@ def _make(dtype_name: str):
     nv, width_of_vector = TILE[dtype_name][1], lanes(dtype_name)
     dtype = np.dtype(dtype_name)
     zero = dtype.type(0)
+    transposes = transposable(dtype_name)
 
     @njit(inline="always", **_JIT)
     def finish(value, shift, relu):
@@ -146,12 +148,21 @@ def _make(dtype_name: str):
 
     @njit(**_JIT)
     def pack_a(a, i0, mc, p0, kc, ap):
-        """ap[ip*kc*MR + k*MR + r] = a[i0 + ip*MR + r, p0 + k], zero beyond the block."""
+        """ap[ip*kc*MR + k*MR + r] = a[i0 + ip*MR + r, p0 + k], zero beyond the block: whole
+        panels of rows contiguous along k by vector transposes (gemm_pack.py), the rest
+        element by element."""
         panels = (mc + mr - 1) // mr
+        lda = a.strides[0] // a.itemsize
+        rows_contiguous = transposes and a.strides[1] == a.itemsize and \
+            lda * a.itemsize == a.strides[0]
         for ip in range(panels):
             r0 = i0 + ip * mr
             height = min(mr, i0 + mc - r0)
-            for k in range(kc):
+            k_vector = kc // width_of_vector * width_of_vector \
+                if rows_contiguous and height == mr else 0
+            for k0 in range(0, k_vector, width_of_vector):
+                transpose_block(a, r0 * lda + p0 + k0, lda, ap, ip * kc * mr + k0 * mr)
+            for k in range(k_vector, kc):
                 dst = ap[ip * kc * mr + k * mr:]
                 for r in range(mr):
                     dst[r] = a[r0 + r, p0 + k] if r < height else 0
