@@ -182,7 +182,7 @@ def _make(dtype_name: str):
         # equal slices of at most KC, on multiples of 16 (a thin last slice pays a whole
         # pass over C for little work)
         slices = max(1, (depth + KC - 1) // KC)
-        step = min(KC, ((depth + slices - 1) // slices + 15) // 16 * 16)
+        step = max(16, min(KC, ((depth + slices - 1) // slices + 15) // 16 * 16))
         bp = aligned_empty(col_panels * nr * min(step, max(depth, 1)), dtype)
         ap = aligned_empty(((min(MC, m) + mr - 1) // mr) * mr * min(step, max(depth, 1)),
                            dtype)
