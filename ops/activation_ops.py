@@ -360,11 +360,14 @@ def _softmax_lowering(log: bool):
             y = rows.log_prob(axes)
         else:
             # e = exp(x - max) once per element (a per-row scratch buffer), its row sum, then
-            # e / sum: the exps are computed once and every loop vectorizes
+            # e * (1 / sum), as TensorFlow's kernel computes it: the exps are computed once,
+            # every loop vectorizes, and one division per row replaces one per element
+            # (W2 4096x1024 float32 on Zen 4, 2 threads: 0.93 ms against 1.05 ms)
             e = ir.compute(rows.dtype, x.shape, axes, rows.op(S.EXP, rows.shifted(axes)))
             total = reduce_axes(e, [len(x.shape) - 1], True, Combiner.ADD, rows.dtype)
-            y = rows.op(S.DIV, ir.load(e, axes),
-                        ir.load(total, tuple(axes[:-1]) + (ir.index(0),)))
+            inverse = rows.op(S.DIV, ir.const(1, rows.dtype),
+                              ir.load(total, tuple(axes[:-1]) + (ir.index(0),)))
+            y = rows.op(S.MUL, ir.load(e, axes), inverse)
         return [ir.compute(x.dtype, x.shape, axes, cast(y, x.dtype))]
 
     return lower
