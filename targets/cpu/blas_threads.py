@@ -55,6 +55,8 @@ def _blas_thread_functions():
                 put.restype, put.argtypes = None, [ctypes.c_int]
                 found = (get, put)
                 break
+        from .openblas_spin import bound_openblas_spinning
+        bound_openblas_spinning()   # scipy's OpenBLAS may have loaded just now
     except (ImportError, OSError):
         found = None
     _functions.append(found)

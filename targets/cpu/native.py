@@ -39,7 +39,7 @@ import threading
 
 import numpy as np
 
-from . import thread_affinity
+from . import openblas_spin, thread_affinity
 from .buffer_pool import ensure_pool
 
 log = logging.getLogger("flowjit.cache")
@@ -98,6 +98,7 @@ _THREAD_SYMBOLS = (("numba_parallel_for", "parallel_for"), ("do_scheduling_signe
 
 def _start_threading(ll):
     thread_affinity.bound_spinning()
+    openblas_spin.bound_openblas_spinning()
     if "numba.np.ufunc.parallel" in sys.modules:
         from numba.np.ufunc import parallel  # numba already here: use its launcher
 
