@@ -313,3 +313,57 @@ def test_entry_points_release_the_gil_while_the_kernel_runs(tmp_path, monkeypatc
         sys.setswitchinterval(old)
     np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-12)
     assert ran > 0, "the other thread never ran while the kernel did"
+
+
+UNREAD_INPUT_WORKER = textwrap.dedent("""
+    import json
+    import numpy as np
+    import flowjit as tf
+    from flowjit.targets.cpu import cache
+
+    x = tf.placeholder(tf.float32, None)
+    n = tf.size(x) + 1                     # a size-1 x folds away: the kernel never reads x
+    y = tf.range(1, 10, 3) * 2 + 1         # a cluster without inputs
+    cfg = tf.ConfigProto(jit=tf.JitOptions(compile_after_seconds=0))
+    got = []
+    with tf.Session(config=cfg) as s:
+        for value in (np.ones([1], np.float32), np.float32(5.0)):
+            for _ in range(3):
+                got.append(int(s.run(n, {x: value})))
+        for _ in range(3):
+            got.append(s.run(y).tolist())
+    tf.wait_for_cache_writes()
+    print("RESULT " + json.dumps({"got": got, "stats": dict(cache.STATS)}))
+""")
+
+
+def test_unread_inputs_of_other_ranks_and_input_free_kernels(tmp_path):
+    """The key records every input's dtype and rank: a kernel that never reads its input,
+    compiled for a rank-1 feed, once served a rank-0 feed from the disk cache, whose entry
+    point then read the dimensions of a 0-d array (a segfault).  A kernel without inputs
+    is cached too (its entry point's source was invalid)."""
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+    results = []
+    for _ in range(2):                     # cold, then every kernel from the disk cache
+        proc = subprocess.run([sys.executable, "-c", UNREAD_INPUT_WORKER], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "not cached" not in proc.stderr, proc.stderr[-2000:]
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+        results.append(json.loads(line[len("RESULT "):]))
+    for result in results:
+        assert result["got"] == [2] * 6 + [[3, 9, 15]] * 3
+    assert results[0]["stats"]["stores"] >= 3 and results[1]["stats"]["stores"] == 0
+    assert results[1]["stats"]["hits"] >= 3
+
+
+def test_fingerprint_names_every_input_rank():
+    def program(unread_shape):
+        unread = ir.input_node(0, flowjit.float32, unread_shape)
+        x = ir.input_node(1, flowjit.float32, (None,))
+        axes = ir.axis_vars(1)
+        out = ir.compute(flowjit.float32, x.shape, axes, ir.load(x, axes))
+        return ir.Program([unread, x], [out])
+
+    ranks = {cache.ir_fingerprint(program(shape)) for shape in [(), (1,), (None,), (1, 1)]}
+    assert len(ranks) == 3      # (1,) and (None,) are both rank 1

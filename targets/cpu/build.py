@@ -202,8 +202,8 @@ def entry_source(inputs, outputs) -> str:
             lines.append(f"    d{i} = carray(as_voidptr(h{i}[4]), ({rank},), np.int64)")
             dims = "".join(f"d{i}[{j}], " for j in range(rank))
             lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
-    call = ", ".join(f"in{i}" for i in range(len(inputs)))
-    lines += ["    state = release_gil()", f"    ok, outs = call_kernel(({call},))",
+    call = "".join(f"in{i}, " for i in range(len(inputs)))
+    lines += ["    state = release_gil()", f"    ok, outs = call_kernel(({call}))",
               "    acquire_gil(state)", "    if not ok:", "        return new_none()",
               "    return box_outputs(outs, consts)"]
     return "\n".join(lines) + "\n"

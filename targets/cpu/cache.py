@@ -155,7 +155,10 @@ def ir_fingerprint(program: Program) -> str:
         ins = [node_ix[id(i)] for i in n.inputs]
         lines.append(f"n{k} {n.kind.value} {n.dtype.name} shape={shape} axes={axes} "
                      f"raxes={raxes} rshape={rshape} body={body} inputs={ins} attr={attr}")
-    lines.append("inputs " + " ".join(str(node_ix.get(id(i), -1)) for i in program.inputs))
+    # every input's dtype and rank, read or not: the entry point reads each argument's
+    # dimensions by its rank (an unread input of another rank once shared an entry: segfault)
+    lines.append("inputs " + " ".join(f"{node_ix.get(id(i), -1)}:{i.dtype.name}:{len(i.shape)}"
+                                      for i in program.inputs))
     lines.append("outputs " + " ".join(str(node_ix[id(o)]) for o in program.outputs))
     for cond, message in program.checks:
         lines.append(f"check e{ex(cond)} {message!r}")
