@@ -181,6 +181,11 @@ def _simplify(e):
         return a[0]
     if op is Scalar.DIV and ir.is_const(a[1], 1) and a[0].dtype is e.dtype:
         return a[0]
+    if op is Scalar.POW and e.dtype.is_floating and a[0].dtype is e.dtype and \
+            ir.is_const(a[1], 0.5):
+        # NumPy computes x ** 0.5 with a scalar exponent as sqrt(x): -inf -> nan, -0.0 ->
+        # -0.0, where C's pow gives inf and 0.0 (TensorFlow's grappler rewrites it so too)
+        return ir.make(Scalar.SQRT, e.dtype, (a[0],))
     if op is Scalar.NEG and a[0].op is Scalar.NEG:
         return a[0].args[0]
     if op is Scalar.CAST and a[0].dtype is e.dtype:
@@ -201,7 +206,8 @@ def fold_and_simplify(e):
 
 
 def simplify(program: ir.Program) -> ir.Program:
-    """Algebraic identities: x*1, x+0, x-0, x/1, --x, same-type casts, constant selects."""
+    """Algebraic identities: x*1, x+0, x-0, x/1, x**0.5 (sqrt), --x, same-type casts,
+    constant selects."""
     return rewrite_program(program, lambda e: _simplify(_fold(e)))
 
 

@@ -42,6 +42,23 @@ def test_multiplying_by_one_and_adding_zero_vanish():
     assert "*" not in f.lower(X).stage("source").split("def kernel")[1]
 
 
+def test_half_power_is_a_square_root_as_in_numpy():
+    """NumPy computes x ** 0.5 (a scalar exponent) as sqrt(x): -inf gives nan and -0.0 stays
+    -0.0, where C's pow gives inf and 0.0; the compiled code agrees bit for bit."""
+    for dtype in (np.float32, np.float64):
+        x = np.array([-np.inf, -0.0, 0.0, 4.0, 2.0, np.inf, 1e-30, -3.0], dtype)
+        with np.errstate(invalid="ignore"):
+            want = x ** 0.5
+            for fn in (lambda v: v ** 0.5, lambda v: tf.pow(v, 0.5), lambda v: np.power(v, 0.5)):
+                f = tf.jit(fn)
+                got = f(x)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(np.signbit(got[1:]), np.signbit(want[1:]))
+        assert _program_ops(f.lower(x).stage("simplify"), "sqrt") == 1
+        assert "**" not in f.lower(x).stage("simplify")
+
+
 def test_constant_folding_of_scalar_arithmetic():
     f = tf.jit(lambda x: x * (tf.constant(2.0) * 3.0 + 1.0))
     np.testing.assert_allclose(f(X), X * 7.0)
