@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..ops.sort_ops import sort_positions
 from .np_array import GraphBreak, TracedArray, api, as_tensor, wrap
 from .np_reductions import _traced, normalize_axes
 
@@ -51,7 +52,8 @@ def _sort_along(name: str, a, axis, order):
     last, back = _along_last(x, axis)
     boolean = x.dtype.kind == "b"   # (Sort has no boolean kernel: False < True as 0 < 1)
     values = last.astype(np.uint8) if boolean else last
-    out = wrap(getattr(api(), name)(as_tensor(values)))
+    sorting = api().sort if name == "sort" else sort_positions
+    out = wrap(sorting(as_tensor(values)))
     if boolean and name == "sort":
         out = out.astype(bool)
     return out if back is None else back(out)

@@ -101,7 +101,18 @@ def sort(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
 
 
 def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None) -> Tensor:
-    """int64 positions that sort `values` along `axis`; always stable (ties in order)."""
+    """int32 positions that sort `values` along `axis`, as TensorFlow's; always stable (ties
+    keep their order)."""
+    from .math_unary import cast
+
+    positions = sort_positions(values, axis, direction, name)
+    with positions.graph.as_default():
+        return cast(positions, "int32")
+
+
+def sort_positions(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
+    """int64 positions that sort `values` along `axis`, stably (the ArgSort op's output;
+    NumPy's np.argsort traces onto it)."""
     return _sorted(ARG_SORT, values, axis, _direction(direction), name)
 
 

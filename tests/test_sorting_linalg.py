@@ -146,6 +146,7 @@ def test_tf_sort_and_linalg_compile_in_a_session_and_equal_the_reference():
     np.testing.assert_allclose(want[0], np.linalg.inv(spd) * 2)
     np.testing.assert_array_equal(want[5], -np.sort(-feeds[i]) + 1)
     np.testing.assert_array_equal(want[7], np.argsort(-feeds[i], kind="stable") * 2)
+    assert want[6].dtype == want[7].dtype == np.int32   # tf.argsort's positions are int32
     for g, w in zip(got, want):
         _same(g, w, rtol=1e-10, atol=1e-10)
 
