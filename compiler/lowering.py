@@ -51,7 +51,16 @@ class LowerContext:
         value = static_value(tensor)
         if value is not None:
             return [ir.index(int(v)) for v in np.asarray(value).reshape(-1)]
+        node = self.nodes.get(tensor)
+        if node is not None and node.kind is ir.NodeKind.INPUT:
+            # computed outside the cluster (a Shape op the executor ran, a fed vector): its
+            # elements are read from the input at run time; the producer's inputs are not
+            # the cluster's to look at
+            return self._input_ints(tensor, node)
         op = tensor.op
+        if op.type in ("Shape", "Size") and op.inputs[0] not in self.nodes:
+            raise NotLowerable(f"the sizes {tensor.name} describe {op.inputs[0].name}, which "
+                               "the cluster does not receive")
         if op.type == "Shape":
             return list(self.node_of(op.inputs[0]).shape)
         if op.type == "Size":
@@ -75,6 +84,20 @@ class LowerContext:
                 return [ir.make(kind, ir.INDEX, (a[0], b[0]))]
         raise NotLowerable(f"the integer vector {tensor.name} (from {op.type}) is not known "
                            "while compiling")
+
+    def _input_ints(self, tensor, node: Node) -> list:
+        """The elements of a rank-0/1 integer cluster input as Exprs; its length must be
+        static (in the graph: shape inference's contract with every run, feeds included)."""
+        dims = tensor.shape.as_list() if tensor.shape.ndims is not None else None
+        if not tensor.dtype.is_integer or dims is None or len(dims) > 1 or None in dims:
+            raise NotLowerable(f"the integer vector {tensor.name} has no static length")
+        sizes = tensor.op.type in ("Shape", "Size")   # never negative: say so (max with 0)
+        values = []
+        for idx in ([()] if not dims else [(ir.index(k),) for k in range(dims[0])]):
+            value = ir.make(Scalar.CAST, ir.INDEX, (ir.load(node, idx),))
+            values.append(ir.make(Scalar.MAX, ir.INDEX, (value, ir.index(0))) if sizes
+                          else value)
+        return values
 
     def node_of(self, tensor) -> Node:
         return self.nodes[tensor]

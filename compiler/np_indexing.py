@@ -279,12 +279,32 @@ def _masked_setitem(arr, key, value, dtype) -> None:
         return
     if np.dtype(mask.dtype.as_numpy_dtype).kind != "b":
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    current = arr._as_graph_tensor()
+    k, n = mask.shape.ndims, current.shape.ndims
+    _check_mask_dims(mask, current)
     v = to_tensor(value, dtype)
-    if v.shape.ndims:
+    if v.shape.ndims > n - k:
         raise GraphBreak("a[mask] = array with a traced mask",
                          "the number of elements written depends on the data")
-    current = arr._as_graph_tensor()
+    for _ in range(n - k):   # the mask selects along the leading axes: whole rows, ...
+        mask = tf.expand_dims(mask, -1)
     _write_view(arr, tf.where_v2(mask, tf.broadcast_to(v, tf.shape(current)), current))
+
+
+def _check_mask_dims(mask, current) -> None:
+    """NumPy's IndexError for a boolean mask whose shape is not the leading part of the
+    array's (a size-1 mask axis does not broadcast); sizes unknown on both sides are
+    compared when the kernel runs."""
+    k, n = mask.shape.ndims, current.shape.ndims
+    if k > n:
+        raise IndexError(f"too many indices for array: array is {n}-dimensional, but {k} "
+                         "were indexed")
+    for axis, (m, a) in enumerate(zip(mask.shape.as_list(), current.shape.as_list())):
+        # an unknown size in a signature is never 1 (sizes 1 are part of the signature)
+        if (m is not None and a is not None and m != a) or (m == 1) != (a == 1):
+            raise IndexError(f"boolean index did not match indexed array along axis {axis}; "
+                             f"size of axis is {'?' if a is None else a} but size of "
+                             f"corresponding boolean axis is {'?' if m is None else m}")
 
 
 def _mixed_setitem(arr, key, value, dtype) -> None:

@@ -363,13 +363,38 @@ def _constant_like(value):
 
 
 def _lower_range(ctx, op, inputs):
-    start, limit, delta = (ctx.static(t, "Range argument").reshape(())[()] for t in op.inputs)
     dtype = op.outputs[0].dtype
+    if static_value(op.inputs[1]) is None and dtype.is_integer:
+        return _lower_runtime_range(ctx, op)
+    start, limit, delta = (ctx.static(t, "Range argument").reshape(())[()] for t in op.inputs)
     size = range_size(start, limit, delta, NotLowerable)
     i = ir.make(ir.Scalar.CAST, dtype, (ir.axis_var(0),))
     step = ir.make(ir.Scalar.MUL, dtype, (i, ir.const(delta.item(), dtype)))
     return [ir.compute(dtype, [ir.index(size)], ir.axis_vars(1),
                        ir.make(ir.Scalar.ADD, dtype, (ir.const(start.item(), dtype), step)))]
+
+
+def _lower_runtime_range(ctx, op):
+    """An integer range whose limit is known at run time only (`tf.range(tf.size(x))` of a
+    gradient): static start and delta, the size computed and the direction checked in the
+    kernel, as range_size does for static arguments."""
+    start, delta = (int(ctx.static(t, "Range argument").reshape(())[()])
+                    for t in (op.inputs[0], op.inputs[2]))
+    if delta == 0:
+        raise NotLowerable(f"Requires delta != 0 ({op.name})")
+    (limit,) = ctx.symbolic_ints(op.inputs[1])
+    span = lx.sub(limit, start) if delta > 0 else lx.sub(start, limit)
+    lx.require(ctx, lx.ge(span, 0),
+               f"Requires start {'<=' if delta > 0 else '>='} limit when delta "
+               f"{'>' if delta > 0 else '<'} 0 ({op.name}, start {start})")
+    step = abs(delta)
+    size = lx.maximum(lx.floordiv(lx.add(span, step - 1), step), 0)
+    dtype = op.outputs[0].dtype
+    i = ir.make(ir.Scalar.CAST, dtype, (ir.axis_var(0),))
+    value = ir.make(ir.Scalar.ADD, dtype, (ir.const(start, dtype),
+                                           ir.make(ir.Scalar.MUL, dtype,
+                                                   (i, ir.const(delta, dtype)))))
+    return [ir.compute(dtype, lx.out_shape(op.outputs[0], [size]), ir.axis_vars(1), value)]
 
 
 def _lower_one_hot(ctx, op, inputs):

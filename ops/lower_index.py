@@ -185,7 +185,9 @@ def provably_nonneg(e: Expr) -> bool:
         return e.attr >= 0
     if e.op is S.DIM:
         return True
-    if e.op in (S.ADD, S.MUL, S.FLOORDIV, S.MAX, S.MIN, S.CAST):
+    if e.op is S.MAX:
+        return any(provably_nonneg(a) for a in e.args)
+    if e.op in (S.ADD, S.MUL, S.FLOORDIV, S.MIN, S.CAST):
         return all(provably_nonneg(a) for a in e.args)
     if e.op is S.SELECT:
         return provably_nonneg(e.args[1]) and provably_nonneg(e.args[2])

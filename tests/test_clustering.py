@@ -366,3 +366,39 @@ def test_a_kernel_failure_the_reference_accepts_names_the_cluster():
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match=rf"(?s)sizes disagree.*'Exp'.*'Mul'.*test_clustering.py:{line}"):
             sess.run(y, {x: np.ones(2, np.float32)})
+
+
+def test_gradient_clusters_with_runtime_sizes_compile():
+    """A Shape op the executor runs outside a cluster feeds a Reshape inside it, and a
+    Range's limit is a Size computed in the cluster: the sizes are read in the kernel (the
+    Shape's input is not the cluster's to look at: this was a KeyError, then a fallback)."""
+    x = tf.placeholder(tf.float32, [None, 3])
+    grads = [tf.gradients(tf.reduce_sum(tf.transpose(x)[1:, :]), x)[0],
+             tf.gradients(tf.reduce_sum(tf.nn.log_softmax(x * 2.0)[:, 0]), x)[0]]
+    for rows in (4, 7, 0):
+        xs = np.random.default_rng(rows).standard_normal((rows, 3)).astype(np.float32)
+        with tf.Session(config=OFF) as sess:
+            want = sess.run(grads, {x: xs})
+        with tf.Session(config=on()) as sess:
+            got = sess.run(grads, {x: xs})
+            steps = cluster_steps(sess)
+            assert steps and all(compiled(s) for s in steps)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+
+
+def test_a_range_with_a_runtime_limit_compiles_and_checks_its_direction():
+    x = tf.placeholder(tf.float32, [None])
+    up = tf.range(2, tf.size(x) * 2, 3) * 10 + 1
+    down = tf.range(5, tf.size(x) - 7, -2) + tf.cast(tf.reduce_sum(x), tf.int32)
+    with tf.Session(config=on()) as sess:
+        for n in (9, 3, 1):
+            xs = np.ones(n, np.float32)
+            got_up = sess.run(up, {x: xs})
+            np.testing.assert_array_equal(got_up, np.arange(2, 2 * n, 3) * 10 + 1)
+            np.testing.assert_array_equal(sess.run(down, {x: xs}), np.arange(5, n - 7, -2) + n)
+        assert all(compiled(s) for s in cluster_steps(sess))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Requires start <= limit"):
+            sess.run(up, {x: np.ones(0, np.float32)})        # range(2, 0, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Requires start >= limit"):
+            sess.run(down, {x: np.ones(13, np.float32)})     # range(5, 6, -2)

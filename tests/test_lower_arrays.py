@@ -200,9 +200,14 @@ def test_fills_hypothesis(shape, v):
 
 def test_fill_errors_and_runtime_range():
     check_both_raise(fills, ints(2, 0), np.array(1, np.int32))  # fill dims [-2, 3]
-    f = tf.jit(lambda n: tf.range(n) * 2)  # Range of a runtime limit is not compiled
-    assert not f.lower(np.array(5, np.int32)).compiled
-    np.testing.assert_array_equal(f(np.array(5, np.int32)), np.arange(5) * 2)
+    f = tf.jit(lambda n: tf.range(n) * 2)  # a runtime limit: the size is computed in the kernel
+    assert f.lower(np.array(5, np.int32)).compiled
+    for n in (5, 0, 1):
+        got = f(np.array(n, np.int32))
+        np.testing.assert_array_equal(got, np.arange(n) * 2)
+        assert got.dtype == np.int32
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Requires start <= limit"):
+        f(np.array(-1, np.int32))
 
 
 # --- Pad, PadV2, MirrorPad, Tile, BroadcastTo ------------------------------------------------
