@@ -151,6 +151,16 @@ class TracedArray:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
+    def __getattr__(self, name: str):
+        # only reached for names TracedArray does not define: an ndarray method or attribute
+        # tracing does not cover (x.take, x.nonzero, x.flags, ...) is a graph break, so the
+        # function runs as plain Python (or says why, with fallback=False)
+        if not name.startswith("__") and hasattr(np.ndarray, name):
+            raise GraphBreak(f"ndarray.{name} on a traced array",
+                             "flowjit does not trace it (with fallback=True the function runs "
+                             "as plain Python)")
+        raise AttributeError(f"'TracedArray' object has no attribute {name!r}")
+
     def __repr__(self) -> str:
         t = self._as_graph_tensor()
         return f"TracedArray(shape={t.shape}, dtype={self.dtype}, tensor={t.name})"

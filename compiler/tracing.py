@@ -50,13 +50,24 @@ def _arg_key(a, exact=False):
     if isinstance(a, np.ndarray):
         return array_key(a, exact)
     if isinstance(a, (bool, int, float, complex, str, type(None))):
-        return (type(a).__name__, a)
+        return (type(a).__name__, _exact(a))
     if isinstance(a, np.generic):
-        return (a.dtype.char, a.item())
+        return (a.dtype.char, _exact(a.item()))
     if isinstance(a, (list, tuple)):
         return (type(a).__name__, tuple(_arg_key(x, exact) for x in a))
     raise TypeError(f"flowjit.jit cannot take an argument of type {type(a).__name__}; pass "
                     "NumPy arrays or Python scalars.")
+
+
+def _exact(value):
+    """A static scalar as a key equal only for the same value: 0.0 == -0.0 (a kernel baked
+    with one divides to inf, with the other to -inf) and NaN != NaN (retraced every call)
+    are told apart and matched by their exact text."""
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, complex):
+        return (value.real.hex(), value.imag.hex())
+    return value
 
 
 @dataclasses.dataclass

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 
 import numpy as np
 
@@ -164,6 +165,20 @@ class _Python:
     call_checked = __call__
 
 
+def _aliased_writes(writebacks, arrays) -> bool:
+    """Whether an argument the function writes to shares memory with another argument.
+
+    NumPy then shows the write through the other argument (`a += 1` changes what `b.sum()`
+    reads when b is a); a trace sees independent arrays, so such calls run as plain Python."""
+    for p, _ in writebacks:
+        written = arrays[p]
+        for j, other in enumerate(arrays):
+            if j != p and isinstance(other, np.ndarray) and \
+                    np.may_share_memory(written, other):
+                return True
+    return False
+
+
 def _arrays(args, kwargs, static_names, originals=None):
     flat = []
 
@@ -202,6 +217,10 @@ class JitFunction:
         # calls whose arrays all passed the fast path's checks (C-contiguous, aligned, native)
         self._seen: dict = {}
         self.compile_count = 0
+        # one trace and compile at a time: concurrent first calls from several threads would
+        # otherwise race on exact_shapes and _entries (a thread tracing while another turned
+        # exact_shapes on re-raised NeedsStaticShapes); calls of compiled signatures take no lock
+        self._build_lock = threading.RLock()
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -236,11 +255,12 @@ class JitFunction:
             if key is not None and len(key) == len(args):
                 entry = self._entries.get(key)
                 if entry is not None:
+                    call = self._fast_caller(entry)
                     if seen is not None:
                         if len(self._seen) >= _SEEN_LIMIT:
                             self._seen.clear()
-                        self._seen[seen] = entry.call_checked
-                    return entry.call_checked(args)
+                        self._seen[seen] = call
+                    return call(args)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
         if entry is None:
@@ -251,11 +271,26 @@ class JitFunction:
         arrays = _arrays(args, kwargs, self.static_argnames, originals)
         if not getattr(entry.trace, "writebacks", None):
             return entry(arrays)
+        if _aliased_writes(entry.trace.writebacks, originals):
+            return self.fn(*args, **kwargs)
         result = entry(arrays)
         for arg, _ in entry.trace.writebacks:
             if arrays[arg] is not originals[arg]:
                 np.copyto(originals[arg], arrays[arg])
         return result
+
+    def _fast_caller(self, entry):
+        """entry.call_checked, guarded for a function that writes to its arguments: a call
+        whose written argument shares memory with another argument runs as plain Python."""
+        writes = getattr(entry.trace, "writebacks", None)
+        if not writes:
+            return entry.call_checked
+        fn, call = self.fn, entry.call_checked
+
+        def guarded(arrays):
+            return fn(*arrays) if _aliased_writes(writes, arrays) else call(arrays)
+
+        return guarded
 
     def _reason(self, key) -> str:
         if not self._entries:
@@ -272,10 +307,11 @@ class JitFunction:
     def _trace(self, key, args, kwargs):
         """(trace or None, key): retraces with exact sizes when the code reads them; None
         (a graph break) when the function must run as plain Python."""
+        exact = self.exact_shapes
         try:
-            return trace(self.fn, args, kwargs, self.static_argnames, self.exact_shapes), key
+            return trace(self.fn, args, kwargs, self.static_argnames, exact), key
         except NeedsStaticShapes as e:
-            if self.exact_shapes:
+            if exact:
                 raise
             self.exact_shapes = True
             self._entries.clear()
@@ -286,6 +322,15 @@ class JitFunction:
             return self._trace(key, args, kwargs)
 
     def _build(self, key, args, kwargs):
+        with self._build_lock:
+            # another thread may have built it, or turned exact_shapes on, meanwhile
+            key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
+            entry = self._entries.get(key)
+            if entry is not None:
+                return entry, key
+            return self._build_locked(key, args, kwargs)
+
+    def _build_locked(self, key, args, kwargs):
         reason = self._reason(key)
         try:
             tr, key = self._trace(key, args, kwargs)

@@ -4,7 +4,14 @@ each checked against NumPy itself:
 - `x[mask] = v` with a boolean mask over the leading axes writes whole rows (it used to
   broadcast the mask along the trailing axis), and a mask whose shape does not lead the
   array's is NumPy's IndexError;
+- static scalars -0.0 and 0.0 are different signatures (one kernel served both), and a NaN
+  matches itself (it retraced on every call);
+- concurrent first calls from threads trace and compile once per signature (they raised);
+- a call whose written argument shares memory with another argument runs as plain Python,
+  so the write shows through the other argument as in NumPy.
 """
+
+import concurrent.futures
 
 import numpy as np
 import pytest
@@ -59,3 +66,61 @@ def test_a_mask_that_does_not_lead_the_array_is_an_index_error(array_shape, mask
     for fn in (f, flowjit.jit(f, fallback=False)):
         with pytest.raises(IndexError):
             fn(np.zeros(array_shape), np.ones(mask_shape, bool))
+
+
+def test_minus_zero_and_nan_scalars_are_their_own_static_values():
+    f = flowjit.jit(lambda x, s: x / s, fallback=False)
+    x = np.array([1.0, -2.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for s in (0.0, -0.0, np.float32(-0.0), np.float64(0.0), complex(0.0, -0.0)):
+            _same(f(x, s), x / s)
+        _same(f(x, float("nan")), x / float("nan"))
+        compiled = f.compile_count
+        _same(f(x, float("nan")), x / float("nan"))    # the same NaN: no retrace
+        assert f.compile_count == compiled
+
+
+def test_concurrent_first_calls_from_threads():
+    """Every thread's first call traces, compiles or waits for the one that does; a function
+    that reads sizes (retraced with exact shapes) used to raise in the threads that raced."""
+    def add_in_place(a, b):
+        a += b
+        return a.sum() / a.shape[0]       # reads a size: exact shapes
+
+    f = flowjit.jit(add_in_place, fallback=False)
+    arrays = [np.zeros(1000 + k % 2) for k in range(8)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda a: f(a, np.ones(a.shape[0])), arrays))
+    assert results == [1.0] * 8
+    assert all((a == 1.0).all() for a in arrays)
+    assert f.compile_count == 2           # one per shape, not one per thread
+
+
+def _bump_then_read(a, b):
+    a += 1.0
+    return b.sum()
+
+
+def _scale_view_then_copy(a, b):
+    b *= 10.0
+    return a.copy()
+
+
+_ALIAS_CASES = [
+    (_bump_then_read, lambda z: (z, z)),                 # the same array twice
+    (_bump_then_read, lambda z: (z, z.T)),               # a transposed view
+    (_bump_then_read, lambda z: (z, z.copy())),          # no sharing: the kernel runs
+    (_scale_view_then_copy, lambda z: (z, z[:, ::2])),   # write a view, read its base
+    (_scale_view_then_copy, lambda z: (z[::-1], z)),
+]
+
+
+@pytest.mark.parametrize("fn, make", _ALIAS_CASES)
+def test_a_written_argument_seen_through_another(fn, make):
+    """NumPy shows a write through every argument sharing its memory; such calls run as plain
+    Python (the trace sees independent arrays), others run the kernel."""
+    f = flowjit.jit(fn, fallback=False)
+    for _ in range(3):                  # the fast paths cache the call: still guarded
+        mine, theirs = np.arange(9.0).reshape(3, 3), np.arange(9.0).reshape(3, 3)
+        _same(f(*make(mine)), fn(*make(theirs)))
+        _same(mine, theirs)
