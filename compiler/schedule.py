@@ -453,6 +453,20 @@ def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> b
     return True
 
 
+def _scatter_reads_base(sched: Schedule, m) -> bool:
+    """Whether scatter `m` reads its base through its rows or updates (`x[idx] = x`): rows
+    written in place would then be read again as updates of later rows."""
+    base = m.inputs[0]
+    by_id = {id(n): n for n in sched.program.nodes()}
+    for node in m.inputs[1:]:
+        if node is base:
+            return True
+        if id(node) in sched.inline and node.body is not None and any(
+                prod is base for prod, _ in _loads_of(resolve(node.body, sched.inline, by_id))):
+            return True
+    return False
+
+
 def _plan_scatter(sched: Schedule, m, readers, group_of, outputs, taken) -> None:
     """A SCATTER writes its rows into its base's buffer when nothing reads the base after
     it: a temporary (not an output), or an input the caller donated for this output."""
@@ -461,7 +475,7 @@ def _plan_scatter(sched: Schedule, m, readers, group_of, outputs, taken) -> None
     if any(r is not m and group_of.get(id(r), here) >= here
            for r, _ in readers.get(id(base), [])):
         return
-    if id(base) in taken:
+    if id(base) in taken or _scatter_reads_base(sched, m):
         return
     if base.kind is NodeKind.INPUT:
         position = base.attr[0]

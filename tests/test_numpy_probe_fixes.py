@@ -8,7 +8,8 @@ each checked against NumPy itself:
   matches itself (it retraced on every call);
 - concurrent first calls from threads trace and compile once per signature (they raised);
 - a call whose written argument shares memory with another argument runs as plain Python,
-  so the write shows through the other argument as in NumPy.
+  so the write shows through the other argument as in NumPy;
+- a scatter whose updates read its own target (`x[idx] = x`) is not written in place.
 """
 
 import concurrent.futures
@@ -124,3 +125,25 @@ def test_a_written_argument_seen_through_another(fn, make):
         mine, theirs = np.arange(9.0).reshape(3, 3), np.arange(9.0).reshape(3, 3)
         _same(f(*make(mine)), fn(*make(theirs)))
         _same(mine, theirs)
+
+
+def _scatter_self(x, idx):
+    x[idx] = x
+    y = x.copy()
+    y[idx] = y * 2.0 + 1.0
+    return y
+
+
+scatter_self = flowjit.jit(_scatter_self, fallback=False)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 9), seed=st.integers(0, 99), repeats=st.booleans())
+def test_a_scatter_whose_updates_read_its_own_target(n, seed, repeats):
+    """`x[idx] = x` may not write rows in place: later updates would read rewritten rows."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, n) if repeats else rng.permutation(n)
+    x = rng.standard_normal((n, 3))
+    mine, theirs = x.copy(), x.copy()
+    _same(scatter_self(mine, idx), _scatter_self(theirs, idx))
+    _same(mine, theirs)
