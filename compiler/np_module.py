@@ -16,6 +16,7 @@ import types
 import numpy as np
 
 from .np_array import TracedArray, api, as_tensor, wrap
+from .np_random import RANDOM
 
 
 def _filled(shape, value, dtype) -> TracedArray:
@@ -99,6 +100,7 @@ NUMPY.array = _array
 NUMPY.asarray = _asarray
 NUMPY.ascontiguousarray = _asarray
 NUMPY.__doc__ = np.__doc__
+NUMPY.random = RANDOM   # drawing random numbers is a graph break (np_random.py)
 
 
 def traced_copy(fn):

@@ -91,6 +91,7 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
     from . import np_functions  # noqa: F401 - installs TracedArray's methods
     from .np_array import TracedArray, _Buffer
     from .np_module import traced_copy
+    from .np_random import CapturedGenerators
 
     graph = Graph()
     placeholders, specs, buffers = [], [], []
@@ -112,7 +113,9 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
     with graph.as_default():
         t_args = [abstract(a, f"arg{i}") for i, a in enumerate(args)]
         t_kwargs = {k: (v if k in static_names else abstract(v, k)) for k, v in kwargs.items()}
+        generators = CapturedGenerators(fn)
         result = traced_copy(fn)(*t_args, **t_kwargs)
+        generators.check()
         outputs, constants = [], []
         template = _flatten(result, outputs, constants)
         writebacks = []

@@ -341,6 +341,8 @@ class JitFunction:
             log.warning("flowjit.jit: graph break in %s: %s; running it as plain Python",
                         self.__name__, e)
             entry = _Python(self.fn, str(e))
+            # the trace may have switched to exact shapes before it broke: key it so
+            key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
             self._entries[key] = entry
             return entry, key
         ops = [op for op in tr.graph.get_operations() if op.type != "Placeholder"]

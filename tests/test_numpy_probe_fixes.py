@@ -9,7 +9,9 @@ each checked against NumPy itself:
 - concurrent first calls from threads trace and compile once per signature (they raised);
 - a call whose written argument shares memory with another argument runs as plain Python,
   so the write shows through the other argument as in NumPy;
-- a scatter whose updates read its own target (`x[idx] = x`) is not written in place.
+- a scatter whose updates read its own target (`x[idx] = x`) is not written in place;
+- drawing random numbers (np.random.*, a captured Generator) is a graph break, not a
+  constant frozen at trace time.
 """
 
 import concurrent.futures
@@ -147,3 +149,44 @@ def test_a_scatter_whose_updates_read_its_own_target(n, seed, repeats):
     mine, theirs = x.copy(), x.copy()
     _same(scatter_self(mine, idx), _scatter_self(theirs, idx))
     _same(mine, theirs)
+
+
+_RNG = np.random.default_rng(0)
+
+
+def _dropout(x):
+    return x * (np.random.rand(*x.shape) > 0.5)
+
+
+def _noisy(x):
+    return x + _RNG.normal(size=x.shape)
+
+
+def test_random_numbers_are_drawn_at_every_call_not_frozen_at_trace_time():
+    x = np.ones(64)
+    f = flowjit.jit(_dropout)
+    masks = [f(x) for _ in range(3)]
+    assert not np.array_equal(masks[0], masks[1]) or not np.array_equal(masks[1], masks[2])
+    np.random.seed(7)
+    got = f(x)
+    np.random.seed(7)
+    _same(got, _dropout(x))                # NumPy's own draws, from its global state
+    g = flowjit.jit(_noisy)
+    state = _RNG.bit_generator.state
+    got = [g(x), g(x)]
+    _RNG.bit_generator.state = state       # the trace's draw was put back: same stream
+    _same(got[0], _noisy(x))
+    _same(got[1], _noisy(x))
+    for fn in (_dropout, _noisy):
+        with pytest.raises(flowjit.errors.UnimplementedError, match="random"):
+            flowjit.jit(fn, fallback=False)(x)
+
+
+def test_seeded_generators_made_inside_still_compile():
+    def f(x):
+        return x + np.random.default_rng(3).normal(size=x.shape)
+
+    jf = flowjit.jit(f, fallback=False)
+    x = np.zeros(5)
+    _same(jf(x), f(x))
+    assert jf.lower(x).compiled
