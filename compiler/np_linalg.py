@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .np_array import GraphBreak, api, np_dtype_of, to_tensor, wrap
+from .np_array import GraphBreak, api, as_tensor, np_dtype_of, to_tensor, wrap
 from .np_ufuncs import _dummy
 
 
@@ -26,10 +26,20 @@ def _dummy_mat(x):
     return d if np.ndim(d) else np.empty((0,), np_dtype_of(x))
 
 
+# dtypes MatMul has no kernel for: multiplied as int64 (bool: any product true; small and
+# unsigned integers: the same wrapped result, int64 products wrap modulo 2**64 too)
+_WIDENED = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.uint8, np.uint16,
+                                            np.uint32, np.uint64))
+
+
 def matmul(a, b):
     """`a @ b` / np.matmul."""
     tf = api()
     ta, tb = _operands(a, b)
+    dtype = np.dtype(ta.dtype.as_numpy_dtype)
+    if dtype in _WIDENED:
+        wide = as_tensor(matmul(wrap(tf.cast(ta, tf.int64)), wrap(tf.cast(tb, tf.int64))))
+        return wrap(tf.not_equal(wide, 0) if dtype == np.bool_ else tf.cast(wide, ta.dtype))
     ra, rb = ta.shape.ndims, tb.shape.ndims
     if ra == 0 or rb == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions")

@@ -11,7 +11,8 @@ each checked against NumPy itself:
   so the write shows through the other argument as in NumPy;
 - a scatter whose updates read its own target (`x[idx] = x`) is not written in place;
 - drawing random numbers (np.random.*, a captured Generator) is a graph break, not a
-  constant frozen at trace time.
+  constant frozen at trace time;
+- products of booleans and of small or unsigned integers trace (they raised TypeError).
 """
 
 import concurrent.futures
@@ -190,3 +191,15 @@ def test_seeded_generators_made_inside_still_compile():
     x = np.zeros(5)
     _same(jf(x), f(x))
     assert jf.lower(x).compiled
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.uint16, np.uint64])
+def test_products_of_booleans_and_small_integers(dtype):
+    """MatMul has no kernel for these: they multiply as int64, and bool products are any of
+    the pairwise ands, as NumPy's; small integers wrap as NumPy's do."""
+    f = flowjit.jit(lambda a, b: (a @ b, a[0] @ b, np.dot(a, b[:, 0])), fallback=False)
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 200, (3, 4)).astype(dtype)
+    b = rng.integers(0, 200, (4, 5)).astype(dtype)
+    for got, want in zip(f(a, b), (a @ b, a[0] @ b, np.dot(a, b[:, 0]))):
+        _same(got, want)
