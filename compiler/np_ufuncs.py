@@ -357,6 +357,10 @@ def call(ufunc, inputs) -> TracedArray:
     if build is None:
         raise GraphBreak(f"np.{ufunc.__name__} (not supported by flowjit's NumPy tracing)")
     loop, out_dtype = resolve(ufunc, inputs)
+    if ufunc in _COMPARISONS:
+        settled = _out_of_range_comparison(ufunc, inputs, loop)
+        if settled is not None:
+            return settled
     tensors = [to_tensor(x, dt) for x, dt in zip(inputs, loop)]
     if ufunc in (np.absolute, np.sign) and loop[0].kind in "ub":
         result = tensors[0] if ufunc is np.absolute else api().sign(
@@ -374,6 +378,28 @@ def call(ufunc, inputs) -> TracedArray:
             # bits in int64, and the cast back to the narrow type wraps as NumPy's does
             result = build(*[to_tensor(t, np.int64) for t in tensors])
     return wrap(to_tensor(result, out_dtype))
+
+
+_COMPARISONS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
+
+
+def _out_of_range_comparison(ufunc, inputs, loop):
+    """NumPy 2 compares an integer array with a Python int its dtype cannot hold (uint8 !=
+    -1, int8 < 1000) by value: every element lies on the same side of it, so the result is
+    one truth value everywhere (that of the dtype's nearest limit); None otherwise."""
+    for k, x in enumerate(inputs):
+        other = inputs[1 - k]
+        if type(x) is not int or loop[k].kind not in "iu" or as_tensor(other) is None:
+            continue
+        info = np.iinfo(loop[k])
+        if info.min <= x <= info.max:
+            continue
+        operands = [info.min if x < info.min else info.max] * 2
+        operands[k] = x
+        truth = bool(ufunc(*operands))
+        tf = api()
+        return wrap(tf.fill(tf.shape(as_tensor(other)), tf.constant(truth)))
+    return None
 
 
 # bool inputs: NumPy's add/multiply/maximum/minimum loops are or/and

@@ -12,7 +12,9 @@ each checked against NumPy itself:
 - a scatter whose updates read its own target (`x[idx] = x`) is not written in place;
 - drawing random numbers (np.random.*, a captured Generator) is a graph break, not a
   constant frozen at trace time;
-- products of booleans and of small or unsigned integers trace (they raised TypeError).
+- products of booleans and of small or unsigned integers trace (they raised TypeError);
+- comparisons with Python ints outside the array's integer range compare by value (they
+  raised OverflowError).
 """
 
 import concurrent.futures
@@ -203,3 +205,18 @@ def test_products_of_booleans_and_small_integers(dtype):
     b = rng.integers(0, 200, (4, 5)).astype(dtype)
     for got, want in zip(f(a, b), (a @ b, a[0] @ b, np.dot(a, b[:, 0]))):
         _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint32, np.int64])
+def test_comparisons_with_python_ints_out_of_the_dtype_range(dtype):
+    """NumPy 2 compares by value: `labels != -1` on uint8 is True everywhere (flowjit raised
+    OverflowError converting -1 to uint8)."""
+    info = np.iinfo(dtype)
+    x = np.array([[info.min, 3, info.max]], dtype)
+    for low, high in ((-1, 1000), (info.min - 1, info.max + 1)):
+        def f(a):
+            return (a != low, a == low, a > low, low < a, a < high, high <= a,
+                    (a != low) & (a > 2))
+
+        for got, want in zip(flowjit.jit(f, fallback=False)(x), f(x)):
+            _same(got, want)
