@@ -230,6 +230,9 @@ def update_inplace(arr: TracedArray, ufunc, other, result_dtype) -> bool:
     if list(positions.shape) != box_shape:   # a box, but seen with other axes (e.g. .T)
         return False
     root_shape = buf.positions().shape
+    if not root_shape:    # a 0-d buffer (`x[()] += v`): the update is its whole value
+        _replace(buf, to_tensor(call(ufunc, (wrap(buf.tensor), other)), result_dtype))
+        return True
     pads = [[a, n - b] for a, b, n in zip(lo, hi, root_shape)]
     t = as_tensor(other)
     if t is not None or np.ndim(other):
@@ -258,6 +261,8 @@ def _box_mask(box_shape, pads):
 def _box_of(positions: np.ndarray, root_positions: np.ndarray):
     """(lo, hi) per buffer axis when `positions` (in C order) is exactly a box of the buffer
     in C order, else None."""
+    if root_positions.ndim == 0:     # a 0-d buffer: its one element (`x[()] = v`)
+        return ([], []) if positions.size == 1 else None
     coords = np.unravel_index(positions.reshape(-1), root_positions.shape)
     lo = [int(c.min()) for c in coords]
     hi = [int(c.max()) + 1 for c in coords]

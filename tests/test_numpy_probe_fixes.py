@@ -14,7 +14,8 @@ each checked against NumPy itself:
   constant frozen at trace time;
 - products of booleans and of small or unsigned integers trace (they raised TypeError);
 - comparisons with Python ints outside the array's integer range compare by value (they
-  raised OverflowError).
+  raised OverflowError);
+- `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit).
 """
 
 import concurrent.futures
@@ -220,3 +221,18 @@ def test_comparisons_with_python_ints_out_of_the_dtype_range(dtype):
 
         for got, want in zip(flowjit.jit(f, fallback=False)(x), f(x)):
             _same(got, want)
+
+
+def test_assigning_into_zero_dimensional_arrays():
+    def f(x, y):
+        x[()] = 3.0
+        y[()] += 1.5
+        z = np.zeros(())
+        z[()] = x + y
+        return z * 2
+
+    mine = (np.array(1.0), np.array(2.0))
+    theirs = (np.array(1.0), np.array(2.0))
+    _same(flowjit.jit(f, fallback=False)(*mine), f(*theirs))
+    for m, t in zip(mine, theirs):
+        _same(m, t)
