@@ -5,9 +5,10 @@ function is traced; the compiled kernel would hold them as a constant and return
 "random" numbers at every call.  So:
 
 - the `np.random` a traced function sees (np_module.NUMPY.random) raises GraphBreak when a
-  drawing function is called; seeded constructors (`np.random.default_rng(0)`,
-  `np.random.RandomState(1)`, bit generators) still work, since their draws are the same at
-  every call in NumPy too, but unseeded ones break as well;
+  drawing function is called; `np.random.default_rng(seed)` still works, since its draws
+  are the same at every call in NumPy too, but `default_rng()` without a seed breaks as
+  well; the classes (Generator, RandomState, the bit generators) pass through unchanged, so
+  `isinstance` works, and an unseeded one constructed inside the function is not caught;
 - `CapturedGenerators(fn)` snapshots the state of every Generator / RandomState the function
   reaches through its globals, closure and defaults, and of NumPy's global legacy generator
   (helpers in other modules calling `np.random.rand`), and `check()` raises GraphBreak when
@@ -25,8 +26,7 @@ import numpy as np
 
 from .np_array import GraphBreak
 
-_CONSTRUCTORS = frozenset({"default_rng", "Generator", "RandomState", "SeedSequence",
-                           "BitGenerator", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
+_CONSTRUCTORS = frozenset({"default_rng"})   # classes pass through (isinstance works)
 _HINT = ("its numbers would be drawn once, when tracing, and frozen into the kernel; draw "
          "them outside and pass them in as an argument")
 

@@ -236,3 +236,13 @@ def test_assigning_into_zero_dimensional_arrays():
     _same(flowjit.jit(f, fallback=False)(*mine), f(*theirs))
     for m, t in zip(mine, theirs):
         _same(m, t)
+
+
+def test_random_classes_still_work_inside():
+    def f(x):
+        rng = np.random.Generator(np.random.PCG64(5))
+        assert isinstance(rng, np.random.Generator)
+        return x + rng.standard_normal(x.shape)
+
+    x = np.zeros(4)
+    _same(flowjit.jit(f, fallback=False)(x), f(x))
