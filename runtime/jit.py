@@ -100,7 +100,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise   # a singular matrix: NumPy's own error, as NumPy raises it
         except (ValueError, ZeroDivisionError) as e:
-            raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
+            raise InvalidValueError(None, None, f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def __call__(self, arrays):
@@ -112,7 +112,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise
         except (ValueError, ZeroDivisionError) as e:
-            raise InvalidArgumentError(None, None, f"{e} (in compiled function)") from None
+            raise InvalidValueError(None, None, f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def _finish(self, arrays, outs):
@@ -124,6 +124,12 @@ class _Compiled:
                 continue   # the kernel wrote into the argument itself
             np.copyto(target, value, casting="unsafe")
         return rebuild(self.template, list(outs), self.out_constants)
+
+
+class InvalidValueError(InvalidArgumentError, ValueError):
+    """A jitted function's invalid argument (sizes that do not broadcast, an index out of
+    range): TensorFlow's InvalidArgumentError, and a ValueError as NumPy raises for the same
+    mistake, so NumPy code's `except ValueError` catches it too."""
 
 
 class _Interpreted:
@@ -140,7 +146,12 @@ class _Interpreted:
 
     def __call__(self, arrays):
         feeds = dict(zip(self.trace.placeholders, arrays))
-        outs = self.session.run(self.trace.outputs, feeds)
+        try:
+            outs = self.session.run(self.trace.outputs, feeds)
+        except InvalidArgumentError as e:
+            if isinstance(e, ValueError):
+                raise
+            raise InvalidValueError(e.node_def, e.op, e.message) from None
         outs = [np.asarray(o) if np.ndim(o) == 0 else o for o in outs]
         for arg, out in self.trace.writebacks:
             np.copyto(arrays[arg], outs[out], casting="unsafe")

@@ -15,7 +15,8 @@ each checked against NumPy itself:
 - products of booleans and of small or unsigned integers trace (they raised TypeError);
 - comparisons with Python ints outside the array's integer range compare by value (they
   raised OverflowError);
-- `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit).
+- `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit);
+- run-time size mismatches are ValueErrors too, as NumPy's (InvalidArgumentError only).
 """
 
 import concurrent.futures
@@ -246,3 +247,16 @@ def test_random_classes_still_work_inside():
 
     x = np.zeros(4)
     _same(flowjit.jit(f, fallback=False)(x), f(x))
+
+
+def test_size_mismatches_at_run_time_are_value_errors_as_in_numpy():
+    """Sizes that do not broadcast, found when the kernel runs, raise an error that is both
+    TensorFlow's InvalidArgumentError and NumPy's ValueError."""
+    f = flowjit.jit(lambda a, b: a + b, fallback=False)
+    f(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="Incompatible shapes for Add"):
+        f(np.ones(3), np.ones(4))
+    with pytest.raises(flowjit.errors.InvalidArgumentError):
+        f(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError):
+        np.ones(3) + np.ones(4)
