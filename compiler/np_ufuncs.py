@@ -131,21 +131,51 @@ def _divide(a, b):
     return tf.truediv(a, b)
 
 
+# |x| above which sinh/cosh are (exp(|x|/2) / 2) * exp(|x|/2): exp(|x|) itself overflows
+# before they do (sinh(710) = 1.1e308, exp(710) = inf)
+_HYPERBOLIC_SPLIT = {np.dtype(np.float64): 700.0, np.dtype(np.float32): 80.0,
+                     np.dtype(np.float16): 10.0}
+
+
+def _large_half_exp(tf, ax):
+    h = tf.exp(tf.multiply(_c(0.5, ax), ax))
+    return tf.multiply(tf.multiply(_c(0.5, ax), h), h)
+
+
 def _sinh(x):
+    """sinh without cancellation near 0 (from expm1: (e + e / (e + 1)) / 2 with e =
+    expm1(|x|)) or overflow before sinh itself overflows; the sign copied back (-0.0 kept)."""
     tf = api()
-    half = tf.constant(0.5, dtype=x.dtype)
-    return tf.multiply(half, tf.subtract(tf.exp(x), tf.exp(tf.negative(x))))
+    ax = tf.abs(x)
+    e = tf.expm1(ax)
+    small = tf.multiply(_c(0.5, x), tf.add(e, tf.divide(e, tf.add(e, _c(1.0, x)))))
+    split = _c(_HYPERBOLIC_SPLIT[np.dtype(x.dtype.as_numpy_dtype)], x)
+    return _copysign(tf.where_v2(tf.greater(ax, split), _large_half_exp(tf, ax), small), x)
 
 
 def _cosh(x):
+    """cosh as (E + 1 / E) / 2, E = exp(|x|), or from exp(|x| / 2) where E would overflow."""
     tf = api()
-    half = tf.constant(0.5, dtype=x.dtype)
-    return tf.multiply(half, tf.add(tf.exp(x), tf.exp(tf.negative(x))))
+    ax = tf.abs(x)
+    big = tf.exp(ax)
+    small = tf.multiply(_c(0.5, x), tf.add(big, tf.reciprocal(big)))
+    split = _c(_HYPERBOLIC_SPLIT[np.dtype(x.dtype.as_numpy_dtype)], x)
+    return tf.where_v2(tf.greater(ax, split), _large_half_exp(tf, ax), small)
 
 
 def _hypot(a, b):
+    """sqrt(a*a + b*b) scaled by the larger magnitude, so neither overflows nor underflows
+    in between (hypot(1e200, 1e200) is 1.4e200, not inf); inf wins over NaN, as C's."""
     tf = api()
-    return tf.sqrt(tf.add(tf.square(a), tf.square(b)))
+    ma, mb = tf.abs(a), tf.abs(b)
+    big, small = tf.maximum(ma, mb), tf.minimum(ma, mb)
+    zero = _c(0.0, big)
+    ratio = tf.divide(small, tf.where_v2(tf.equal(big, zero), _c(1.0, big), big))
+    scaled = tf.multiply(big, tf.sqrt(tf.add(_c(1.0, big), tf.multiply(ratio, ratio))))
+    nan = tf.logical_or(tf.math.is_nan(a), tf.math.is_nan(b))
+    scaled = tf.where_v2(nan, tf.add(a, b), scaled)
+    inf = tf.logical_or(tf.math.is_inf(a), tf.math.is_inf(b))
+    return tf.where_v2(inf, _c(np.inf, big), scaled)
 
 
 def _scale(factor):

@@ -16,7 +16,8 @@ each checked against NumPy itself:
 - comparisons with Python ints outside the array's integer range compare by value (they
   raised OverflowError);
 - `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit);
-- run-time size mismatches are ValueErrors too, as NumPy's (InvalidArgumentError only).
+- run-time size mismatches are ValueErrors too, as NumPy's (InvalidArgumentError only);
+- np.sinh/np.cosh/np.hypot are accurate near 0 and near overflow (within 2 ulp).
 """
 
 import concurrent.futures
@@ -260,3 +261,38 @@ def test_size_mismatches_at_run_time_are_value_errors_as_in_numpy():
         f(np.ones(3), np.ones(4))
     with pytest.raises(ValueError):
         np.ones(3) + np.ones(4)
+
+
+def _within_ulps(got, want, ulps):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    exact = ~np.isfinite(want) | (want == 0)
+    np.testing.assert_array_equal(got[exact & ~np.isnan(want)], want[exact & ~np.isnan(want)])
+    close = ~exact
+    spacing = np.spacing(np.abs(want[close]))
+    assert np.all(np.abs(got[close] - want[close]) <= ulps * spacing)
+
+
+_hyperbolic = flowjit.jit(lambda x, y: (np.sinh(x), np.cosh(x), np.hypot(x, y)),
+                          fallback=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sinh_cosh_hypot_near_zero_and_near_overflow(dtype):
+    """sinh was (exp(x) - exp(-x)) / 2: sinh(1e-10) gave 0 and sinh(1e-5) in float32 was off
+    by 0.1%; sinh/cosh overflowed where exp does (710), before they do; hypot squared its
+    operands (hypot(1e200, 1e200) was inf). Now within 2 ulp of NumPy, specials equal."""
+    rng = np.random.default_rng(4)
+    scales = (1e-30, 1e-8, 1e-3, 0.3, 3.0, 30.0, 300.0)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 89.0, -89.0, 710.0, -711.0, 1e200, 1e-300]
+    with np.errstate(over="ignore"):   # 1e200 is inf in float32
+        x = np.concatenate([rng.standard_normal(300) * s for s in scales]
+                           + [special]).astype(dtype)
+    y = np.concatenate([x[3:], x[:3]])
+    with np.errstate(all="ignore"):
+        want = (np.sinh(x), np.cosh(x), np.hypot(x, y))
+        got = _hyperbolic(x, y)
+    for g, w in zip(got, want):
+        _within_ulps(g, w, 2)
+    np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
