@@ -163,6 +163,18 @@ def constant_fold(program: ir.Program) -> ir.Program:
     return rewrite_program(program, _fold)
 
 
+def _additive_identity(c, negative: bool) -> bool:
+    """Whether constant `c` leaves every x unchanged when added (`negative`) or subtracted:
+    any integer 0; for floats only -0.0 added and +0.0 subtracted, since -0.0 + 0.0 is
+    +0.0 in IEEE arithmetic (NumPy's 1 / (x*0 + 0.0) is inf where x < 0; dropping the add
+    gave -inf)."""
+    if not ir.is_const(c, 0):
+        return False
+    if not c.dtype.is_floating:
+        return True
+    return bool(np.signbit(c.attr)) == negative
+
+
 def _simplify(e):
     op, a = e.op, e.args
     if op is Scalar.MUL:
@@ -173,11 +185,12 @@ def _simplify(e):
         if e.dtype.is_integer and (ir.is_const(a[0], 0) or ir.is_const(a[1], 0)):
             return ir.const(0, e.dtype)
     if op is Scalar.ADD:
-        if ir.is_const(a[1], 0) and a[0].dtype is e.dtype:
+        if _additive_identity(a[1], negative=True) and a[0].dtype is e.dtype:
             return a[0]
-        if ir.is_const(a[0], 0) and a[1].dtype is e.dtype:
+        if _additive_identity(a[0], negative=True) and a[1].dtype is e.dtype:
             return a[1]
-    if op is Scalar.SUB and ir.is_const(a[1], 0) and a[0].dtype is e.dtype:
+    if op is Scalar.SUB and _additive_identity(a[1], negative=False) and \
+            a[0].dtype is e.dtype:
         return a[0]
     if op is Scalar.DIV and ir.is_const(a[1], 1) and a[0].dtype is e.dtype:
         return a[0]
@@ -206,8 +219,8 @@ def fold_and_simplify(e):
 
 
 def simplify(program: ir.Program) -> ir.Program:
-    """Algebraic identities: x*1, x+0, x-0, x/1, x**0.5 (sqrt), --x, same-type casts,
-    constant selects."""
+    """Algebraic identities: x*1, x+0 (integers; floats: x + -0.0), x-0, x/1, x**0.5 (sqrt),
+    --x, same-type casts, constant selects."""
     return rewrite_program(program, lambda e: _simplify(_fold(e)))
 
 

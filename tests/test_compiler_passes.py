@@ -33,13 +33,26 @@ def test_cse_shares_a_duplicated_subexpression():
 
 
 def test_multiplying_by_one_and_adding_zero_vanish():
-    f = tf.jit(lambda x: (x * 1.0 + 0.0) - 0.0)
-    out = f(X)
-    np.testing.assert_array_equal(out, X)
-    assert not np.shares_memory(out, X)  # an output never aliases an input
-    text = f.lower(X).stage("simplify")
-    assert "compute" not in text  # nothing left to compute: the output is the input
-    assert "*" not in f.lower(X).stage("source").split("def kernel")[1]
+    # x + (-0.0) and x - 0.0 are x for every float; integer x + 0 too
+    for fn, x in ((lambda x: (x * 1.0 - 0.0) + -0.0, X),
+                  (lambda x: (x * 1 + 0) - 0, np.arange(35, dtype=np.int32).reshape(5, 7))):
+        f = tf.jit(fn)
+        out = f(x)
+        np.testing.assert_array_equal(out, x)
+        assert out.dtype == x.dtype
+        assert not np.shares_memory(out, x)  # an output never aliases an input
+        text = f.lower(x).stage("simplify")
+        assert "compute" not in text  # nothing left to compute: the output is the input
+        assert "*" not in f.lower(x).stage("source").split("def kernel")[1]
+
+
+def test_adding_positive_zero_to_a_float_is_kept():
+    """-0.0 + 0.0 is +0.0 (IEEE, NumPy): x + 0.0 is not x, so one addition stays."""
+    f = tf.jit(lambda x: 1.0 / (x * 0.0 + 0.0))
+    x = np.array([-1.0, 2.0], np.float32)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(f(x), 1.0 / (x * 0.0 + 0.0))   # [inf, inf]
+    assert "+" in f.lower(x).stage("simplify")
 
 
 def test_half_power_is_a_square_root_as_in_numpy():

@@ -17,7 +17,8 @@ each checked against NumPy itself:
   raised OverflowError);
 - `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit);
 - run-time size mismatches are ValueErrors too, as NumPy's (InvalidArgumentError only);
-- np.sinh/np.cosh/np.hypot are accurate near 0 and near overflow (within 2 ulp).
+- np.sinh/np.cosh/np.hypot are accurate near 0 and near overflow (within 2 ulp);
+- shifts of uint64 keep every bit (they went through float64).
 """
 
 import concurrent.futures
@@ -296,3 +297,20 @@ def test_sinh_cosh_hypot_near_zero_and_near_overflow(dtype):
     for g, w in zip(got, want):
         _within_ulps(g, w, 2)
     np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
+
+
+_shifts = flowjit.jit(lambda x: (x >> 7, x >> 1, x ^ (x >> 7), x << 3), fallback=False)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_shifts_keep_every_bit_of_wide_and_unsigned_integers(dtype):
+    """uint64 >> k went through float64 (the out-of-range branch of the shift helper mixed
+    uint64 with an int64 literal), so values at or above 2**53 lost their low bits."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([
+        rng.integers(info.min, info.max, size=200, dtype=dtype, endpoint=True),
+        np.array([info.min, info.max, 0, 1, info.max - 1], dtype=dtype)])
+    for got, want in zip(_shifts(x), (x >> 7, x >> 1, x ^ (x >> 7), x << 3)):
+        _same(got, want)

@@ -71,7 +71,9 @@ def ishl(a, b, bits):
 def ishr(a, b, bits):
     if 0 <= b < bits:
         return a >> b
-    return (a - a) - 1 if a < 0 else a - a
+    # -1 or 0 in a's own type: `(a - a) - 1` mixed uint64 with an int64 literal, which numba
+    # types as float64, and the whole result went through float64 (uint64 >> 7 lost bits)
+    return ~(a - a) if a < 0 else a - a
 
 
 def _fallback(fn):
