@@ -220,8 +220,10 @@ class Generator:
                 self.buffers[id(m)] = name
                 self.scratch_p[id(m)] = p
                 dims = "".join(self.size_text(d) + ", " for d in m.shape[p:])
+                # empty_buffer, not np.empty: numba compiles np.empty's overload afresh in
+                # every process (~0.15 s of a cold softmax), the intrinsic costs nothing
                 self.row_allocs.append(
-                    f"{name} = np.empty(({dims}), dtype=np.{m.dtype.np_dtype.name})")
+                    f"{name} = empty_buffer(({dims}), np.{m.dtype.np_dtype.name})")
             else:
                 lines += self.allocate(m)
         outer = [self.size_text(d) for d in group.outer]

@@ -161,7 +161,7 @@ def full_reduce_code(gen, group) -> list:
     lines = gen.allocate(m)
     init = gen.constant(identity_value(m.attr, body.dtype), body.dtype)
     part = gen.names.fresh("part")
-    lines.append(f"{part} = np.empty({PARTIALS}, dtype=np.{body.dtype.np_dtype.name})")
+    lines.append(f"{part} = empty_buffer(({PARTIALS}, ), np.{body.dtype.np_dtype.name})")
     r0_extent = gen.size_text(m.rshape[0])
     chunk = gen.names.fresh("chunk")
     lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")

@@ -81,17 +81,20 @@ _JIT = {"error_model": "numpy", "nogil": True, "forceinline": True, "fastmath": 
 
 
 def _horner(coeffs: tuple) -> Callable:
-    """A jitted polynomial evaluator for constant coefficients (lowest degree first)."""
-    c = coeffs
+    """A jitted polynomial evaluator for constant coefficients (lowest degree first).
 
-    @njit(**_JIT)
-    def poly(x):
-        acc = c[len(c) - 1]
-        for k in range(len(c) - 2, -1, -1):
-            acc = fmadd(acc, x, c[k])
-        return acc
-
-    return poly
+    The Horner steps are written out as one expression (fmadd(fmadd(c2, x, c1), x, c0)):
+    the same operations in the same order as a loop over the coefficients, but numba types
+    and LLVM optimizes straight-line code in a fraction of the time of a loop it must
+    unroll, and every cold kernel that calls exp, tanh, log, ... compiles these."""
+    names = {f"c{k}": value for k, value in enumerate(coeffs)}
+    expr = f"c{len(coeffs) - 1}"
+    for k in range(len(coeffs) - 2, -1, -1):
+        expr = f"fmadd({expr}, x, c{k})"
+    namespace = {"fmadd": fmadd, **names}
+    namespace["__name__"] = __name__
+    exec(f"def poly(x):\n    return {expr}\n", namespace)
+    return njit(**_JIT)(namespace["poly"])
 
 
 def make_explog(F: type) -> dict[str, Callable]:
