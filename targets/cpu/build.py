@@ -192,16 +192,15 @@ def entry_source(inputs, outputs) -> str:
     lines = ["def flowjit_entry(self, args, nargs):",
              f"    if nargs != {len(inputs)}:",     # never read past the arguments given
              "        return new_none()",
-             "    consts = carray(as_voidptr(self), (5,), np.int64)[2]"]
+             "    consts = array_at(self, (5,), np.int64)[2]"]
     for i, (dt, rank) in enumerate(inputs):
-        lines.append(f"    h{i} = carray(as_voidptr(args[{i}]), (5,), np.int64)")
-        ptr = f"as_voidptr(h{i}[2])"
+        lines.append(f"    h{i} = array_at(args[{i}], (5,), np.int64)")
         if rank == 0:
-            lines.append(f"    in{i} = carray({ptr}, (1,), np.{dt})[0:1].reshape(())")
+            lines.append(f"    in{i} = array_at(h{i}[2], (), np.{dt})")
         else:
-            lines.append(f"    d{i} = carray(as_voidptr(h{i}[4]), ({rank},), np.int64)")
+            lines.append(f"    d{i} = array_at(h{i}[4], ({rank},), np.int64)")
             dims = "".join(f"d{i}[{j}], " for j in range(rank))
-            lines.append(f"    in{i} = carray({ptr}, ({dims}), np.{dt})")
+            lines.append(f"    in{i} = array_at(h{i}[2], ({dims}), np.{dt})")
     call = "".join(f"in{i}, " for i in range(len(inputs)))
     lines += ["    state = release_gil()", f"    ok, outs = call_kernel(({call}))",
               "    acquire_gil(state)", "    if not ok:", "        return new_none()",
@@ -222,7 +221,7 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     from numba import types
 
     from . import native
-    from ._entry_intrinsics import (acquire_gil, as_voidptr, box_outputs, kernel_caller,
+    from ._entry_intrinsics import (acquire_gil, array_at, box_outputs, kernel_caller,
                                     new_none, release_gil)
 
     compiled = kernel.overloads[_signature(program)]
@@ -234,9 +233,9 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
     outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
     ret = compiled.signature.return_type
-    namespace = {"np": np, "carray": numba.carray,
+    namespace = {"np": np, "array_at": array_at,
                  "call_kernel": kernel_caller(symbol, compiled.signature.args, ret),
-                 "as_voidptr": as_voidptr, "box_outputs": box_outputs,
+                 "box_outputs": box_outputs,
                  "new_none": new_none, "release_gil": release_gil, "acquire_gil": acquire_gil}
     exec(compile(entry_source(inputs, outputs), "<flowjit-entry>", "exec"), namespace)
     sig = types.int64(types.int64, types.CPointer(types.int64), types.int64)
