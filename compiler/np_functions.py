@@ -14,7 +14,11 @@ lives in np_shape.py.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+
+from ..ops.builder import DtypeNotAllowed
 
 from . import np_linalg as la
 from . import np_reductions as red
@@ -252,7 +256,18 @@ def apply_function(func, args, kwargs):
     if impl is None:
         raise GraphBreak(f"np.{getattr(func, '__name__', func)} (not supported by flowjit's "
                          "NumPy tracing)")
-    return impl(*args, **kwargs)
+    with dtype_breaks(f"np.{func.__name__}"):
+        return impl(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def dtype_breaks(what: str):
+    """Turn an op's unsupported-dtype TypeError (complex max, sort, ...) into a graph break:
+    NumPy may support what flowjit's ops do not, so the function runs as plain Python."""
+    try:
+        yield
+    except DtypeNotAllowed as e:
+        raise GraphBreak(f"{what} at this dtype ({e})") from None
 
 
 # --- methods and operators ------------------------------------------------------------------
@@ -260,7 +275,8 @@ def _method(func):
     impl = FUNCTIONS[func]
 
     def method(self, *args, **kwargs):
-        return impl(self, *args, **kwargs)
+        with dtype_breaks(f"ndarray.{func.__name__}"):
+            return impl(self, *args, **kwargs)
     method.__name__ = func.__name__
     method.__doc__ = f"`ndarray.{func.__name__}` traced (see np.{func.__name__})."
     return method
@@ -312,6 +328,14 @@ _REFLECTED = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "
 _INPLACE = _REFLECTED
 
 
+def _pow_operator(self, exponent):
+    """`x ** e`. ndarray's operator squares for an exponent of 2 (np.square), which for a
+    bool array gives int8 where np.power(x, 2) gives int64."""
+    if self.dtype == np.bool_ and type(exponent) is int and exponent == 2:
+        return call(np.square, (self,))
+    return call(np.power, (self, exponent))
+
+
 def install(cls) -> None:
     """Add ndarray's methods and operators to `cls` (TracedArray)."""
     for name, func in _METHODS.items():
@@ -329,6 +353,7 @@ def install(cls) -> None:
             setattr(cls, f"__r{name}__", lambda self, o, u=ufunc: call(u, (o, self)))
         if name in _INPLACE:
             setattr(cls, f"__i{name}__", _inplace(ufunc))
+    cls.__pow__ = _pow_operator
     cls.__matmul__ = lambda self, o: la.matmul(self, o)
     cls.__rmatmul__ = lambda self, o: la.matmul(o, self)
     cls.__imatmul__ = lambda self, o: self.__setitem__(Ellipsis, la.matmul(self, o)) or self

@@ -86,8 +86,11 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b):
+    """np.vdot: the flattened dot product, the first operand conjugated."""
     tf = api()
     ta, tb = _operands(a, b)
+    if ta.dtype.is_complex:
+        raise GraphBreak("np.vdot of complex values (the conjugate is not traced)")
     return wrap(tf.reduce_sum(tf.multiply(tf.reshape(ta, [-1]), tf.reshape(tb, [-1]))))
 
 

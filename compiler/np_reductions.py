@@ -144,6 +144,8 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, std=False, *
     if kwargs.get("where", True) is not True or kwargs.get("mean") is not None:
         raise GraphBreak("np.var/np.std with where= or mean=")
     x = _traced(x)
+    if x.dtype.kind == "c":
+        raise GraphBreak("np.var/np.std of complex values (|x - mean|**2 is not traced)")
     tf = api()
     axes = normalize_axes(axis, x.ndim)
     rdt = np.var(np.zeros((1,) * x.ndim, x.dtype), dtype=dtype).dtype
@@ -259,6 +261,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """np.linalg.norm for vector norms (ord None/1/2/inf/-inf/0) and the Frobenius norm."""
     tf = api()
     x = _traced(x)
+    if x.dtype.kind == "c":
+        raise GraphBreak("np.linalg.norm of complex values")
     rdt = np.result_type(x.dtype, np.float64) if x.dtype.kind in "biu" else x.dtype
     t = to_tensor(x, rdt)
     axes = normalize_axes(axis, x.ndim)

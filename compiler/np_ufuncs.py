@@ -440,7 +440,17 @@ _WRAPPING = (np.add, np.subtract, np.multiply, np.negative, np.power, np.square)
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
-    """The body of `TracedArray.__array_ufunc__`."""
+    """The body of `TracedArray.__array_ufunc__`; an op's unsupported dtype is a graph break
+    (NumPy may support it)."""
+    from ..ops.builder import DtypeNotAllowed
+
+    try:
+        return _apply_ufunc(ufunc, method, inputs, kwargs)
+    except DtypeNotAllowed as e:
+        raise GraphBreak(f"np.{ufunc.__name__} at this dtype ({e})") from None
+
+
+def _apply_ufunc(ufunc, method, inputs, kwargs):
     out = kwargs.pop("out", None)
     for name in ("where", "casting", "order", "subok", "signature"):
         if name in kwargs and not (name == "where" and kwargs[name] is True):

@@ -80,11 +80,17 @@ def _convert_operand(value, dtype, graph, op_type, param):
                         f"'{op_type}' Op: {e} (At {user_site()})") from None
 
 
+class DtypeNotAllowed(TypeError):
+    """An op's input has a dtype the op does not support (TensorFlow's TypeError); NumPy
+    tracing turns it into a graph break, since NumPy itself may support that dtype."""
+
+
 def check_dtype(tensor: Tensor, allowed, param: str = "x"):
-    """TypeError unless tensor.dtype is in `allowed` (called from inference functions)."""
+    """DtypeNotAllowed (a TypeError) unless tensor.dtype is in `allowed` (called from
+    inference functions)."""
     if tensor.dtype not in allowed:
         names = ", ".join(d.name for d in allowed)
-        raise TypeError(f"Value passed to parameter '{param}' has DataType "
+        raise DtypeNotAllowed(f"Value passed to parameter '{param}' has DataType "
                         f"{tensor.dtype.name} not in list of allowed values: {names}")
 
 

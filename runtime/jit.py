@@ -190,6 +190,26 @@ def _aliased_writes(writebacks, arrays) -> bool:
     return False
 
 
+def _ndarray_subclass(args, kwargs):
+    """The type of the first argument (also inside lists and tuples) that is an instance of
+    a proper ndarray subclass, or None."""
+    def find(a):
+        if isinstance(a, np.ndarray):
+            return None if type(a) is np.ndarray else type(a)
+        if isinstance(a, (list, tuple)):
+            for x in a:
+                found = find(x)
+                if found is not None:
+                    return found
+        return None
+
+    for a in list(args) + list(kwargs.values()):
+        found = find(a)
+        if found is not None:
+            return found
+    return None
+
+
 def _arrays(args, kwargs, static_names, originals=None):
     flat = []
 
@@ -238,14 +258,17 @@ class JitFunction:
         if not kwargs:
             # fastest path: these very dtypes, shapes and layout flags were seen before
             try:
+                # the type too: a NumPy scalar (np.float64(5.0)) has the dtype, shape and
+                # flags of a 0-d array, and an ndarray subclass those of an ndarray
                 if len(args) == 1:
                     a = args[0]
-                    seen = (a.dtype, a.shape, a.flags.num)
+                    seen = (type(a), a.dtype, a.shape, a.flags.num)
                 elif len(args) == 2:
                     a, b = args
-                    seen = (a.dtype, a.shape, a.flags.num, b.dtype, b.shape, b.flags.num)
+                    seen = (type(a), a.dtype, a.shape, a.flags.num,
+                            type(b), b.dtype, b.shape, b.flags.num)
                 else:
-                    seen = tuple([(a.dtype, a.shape, a.flags.num) for a in args])
+                    seen = tuple([(type(a), a.dtype, a.shape, a.flags.num) for a in args])
                 call = self._seen.get(seen)
             except (AttributeError, TypeError):
                 call = seen = None
@@ -257,10 +280,12 @@ class JitFunction:
             try:
                 if self.exact_shapes:
                     key = tuple([(a.dtype.char, a.shape) for a in args
-                                 if a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
+                                 if type(a) is np.ndarray and
+                                 a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
                 else:
                     key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape))) for a in args
-                                 if a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
+                                 if type(a) is np.ndarray and
+                                 a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
             except AttributeError:
                 key = None
             if key is not None and len(key) == len(args):
@@ -272,6 +297,9 @@ class JitFunction:
                             self._seen.clear()
                         self._seen[seen] = call
                     return call(args)
+        subclass = _ndarray_subclass(args, kwargs)
+        if subclass is not None:
+            return self._run_subclass(subclass, args, kwargs)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
         if entry is None:
@@ -289,6 +317,19 @@ class JitFunction:
             if arrays[arg] is not originals[arg]:
                 np.copyto(originals[arg], arrays[arg])
         return result
+
+    def _run_subclass(self, subclass, args, kwargs):
+        """An ndarray subclass argument (np.ma.MaskedArray, np.matrix, ...) changes what
+        NumPy's operations mean (masks, matrix products), which a trace of plain arrays
+        would silently drop: the call runs as plain Python (fallback=False: an error)."""
+        why = (f"argument of type {subclass.__module__}.{subclass.__qualname__}, an "
+               "ndarray subclass whose operations differ from ndarray's")
+        if not self.fallback:
+            raise UnimplementedError(None, None, f"flowjit.jit cannot trace "
+                                     f"{self.__name__}: {why}; pass np.asarray(x) to "
+                                     "compile it as a plain array")
+        log.info("flowjit.jit: %s runs as plain Python: %s", self.__name__, why)
+        return self.fn(*args, **kwargs)
 
     def _fast_caller(self, entry):
         """entry.call_checked, guarded for a function that writes to its arguments: a call

@@ -18,7 +18,12 @@ each checked against NumPy itself:
 - `x[()] = v` and `x[()] += v` on 0-d arrays trace (they raised ValueError inside flowjit);
 - run-time size mismatches are ValueErrors too, as NumPy's (InvalidArgumentError only);
 - np.sinh/np.cosh/np.hypot are accurate near 0 and near overflow (within 2 ulp);
-- shifts of uint64 keep every bit (they went through float64).
+- shifts of uint64 keep every bit (they went through float64);
+- a NumPy scalar argument after a 0-d array of its dtype (it segfaulted: the fast path took
+  the scalar for the array), and ndarray subclasses (masked arrays, np.matrix) run as plain
+  Python instead of being traced as plain arrays;
+- complex var/std/norm/vdot are graph breaks (they dropped the imaginary part or the
+  conjugate), complex max/sort too (they raised TypeError); bool ** 2 is int8.
 """
 
 import concurrent.futures
@@ -314,3 +319,52 @@ def test_shifts_keep_every_bit_of_wide_and_unsigned_integers(dtype):
         np.array([info.min, info.max, 0, 1, info.max - 1], dtype=dtype)])
     for got, want in zip(_shifts(x), (x >> 7, x >> 1, x ^ (x >> 7), x << 3)):
         _same(got, want)
+
+
+def test_numpy_scalar_after_a_zero_dimensional_array():
+    """The fast path keyed a NumPy scalar like the 0-d array seen before and handed it to the
+    kernel's entry, which read it as an ndarray: a segmentation fault."""
+    f = flowjit.jit(lambda x, s: x * s)
+    x = np.array([1.0, 2.0])
+    for s in (np.array(3.0), np.float64(5.0), np.array(3.0), np.float64(7.0)):
+        _same(f(x, s), x * s)
+    g = flowjit.jit(lambda x: x * 2)
+    for v in (np.array(3, np.int8), np.int8(4), np.array(5, np.int8), np.int8(6)):
+        _same(g(v), v * 2)
+
+
+def test_ndarray_subclasses_run_as_numpy_runs_them():
+    masked = np.ma.masked_array(np.arange(6.0).reshape(3, 2),
+                                mask=[[0, 1], [0, 0], [1, 0]])
+    f = flowjit.jit(lambda x: (x.sum(), x.mean(axis=0), x * 2))
+    plain = f(np.arange(6.0).reshape(3, 2))     # compiled first, for a plain array
+    assert float(plain[0]) == 15.0
+    total, mean, doubled = f(masked)
+    assert float(total) == 10.0
+    np.testing.assert_array_equal(mean, [1.0, 4.0])
+    assert isinstance(doubled, np.ma.MaskedArray)
+    matrix = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    square = flowjit.jit(lambda a: a * a)
+    _same(square(np.asarray(matrix)), np.asarray(matrix) ** 2)
+    np.testing.assert_array_equal(square(matrix), matrix * matrix)   # the matrix product
+    with pytest.raises(flowjit.errors.UnimplementedError, match="numpy.matrix"):
+        flowjit.jit(lambda a: a * a, fallback=False)(matrix)
+
+
+def test_complex_reductions_match_numpy():
+    z = np.array([1 + 1j, -1 - 1j, 2j, 0, 3 - 0.5j])
+    fns = (lambda z: z.var(), lambda z: z.std(ddof=1), lambda z: np.linalg.norm(z),
+           lambda z: np.vdot(z, z[::-1]), lambda z: z.max(), lambda z: np.sort(z),
+           lambda z: np.var(z.reshape(1, 5), axis=1))
+    for fn in fns:
+        want = fn(z)
+        got = flowjit.jit(fn)(z)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_bool_array_squared_by_the_operator_is_int8():
+    b = np.array([True, False, True])
+    got = flowjit.jit(lambda b: (b ** 2, np.power(b, 2), b ** 3))(b)
+    for g, w in zip(got, (b ** 2, np.power(b, 2), b ** 3)):
+        _same(g, w)
