@@ -48,8 +48,10 @@ def constant_from_array(arr: np.ndarray, name="Const", graph=None):
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A tensor holding `value` (TensorFlow's `tf.constant`).
 
-    With `shape`, a scalar (or one-element) value is broadcast to it and a value with the
-    same number of elements is reshaped to it; anything else is a ValueError.
+    With `shape`, a scalar (or one-element) value is broadcast to it, a value with the same
+    number of elements is reshaped to it, and fewer elements are padded with the last one
+    (TF1's rule: constant([1, 2], shape=[2, 2]) is [[1, 2], [2, 2]]); more elements, or none,
+    are a ValueError.
     """
     arr = constant_array(value, dtype)
     if shape is not None:
@@ -61,6 +63,10 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
                 arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
             elif arr.size == int(np.prod(shape)):
                 arr = arr.reshape(shape)
+            elif 0 < arr.size < int(np.prod(shape)):   # TF1 repeats the last value
+                flat = arr.reshape(-1)
+                arr = np.concatenate([flat, np.full(int(np.prod(shape)) - flat.size, flat[-1],
+                                                    dtype=arr.dtype)]).reshape(shape)
             else:
                 raise ValueError(f"constant '{name}': a value of {arr.size} elements (shape "
                                  f"{arr.shape}) cannot fill shape {shape}.")

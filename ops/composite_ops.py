@@ -118,8 +118,7 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
         ax = int(axis) % rank
         n = x.shape.as_list()[ax]
         if n is None:
-            raise ValueError("cumsum: the length of the summed axis must be known when the "
-                             "graph is built.")
+            return _cumsum_by_mask(x, ax, exclusive, reverse)
         t = x
         if reverse:
             t = gather(t, list(range(n - 1, -1, -1)), axis=ax)
@@ -141,6 +140,35 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
         if reverse:
             t = gather(t, list(range(n - 1, -1, -1)), axis=ax)
         return t
+
+
+def _cumsum_by_mask(x, ax: int, exclusive: bool, reverse: bool) -> Tensor:
+    """cumsum along an axis whose length is only known at run time: x (that axis moved
+    last) times the 0/1 matrix M[i, j] = (i <= j), or i < j, i >= j, i > j for the
+    exclusive and reversed sums. O(n**2) work, but a matmul, with its gradient."""
+    from .array_ops import transpose
+    from .fill_ops import range as range_
+    from .math_compare import greater, greater_equal, less, less_equal
+    from .matmul_ops import matmul
+
+    rank = x.shape.ndims
+    perm = [d for d in builtins_range(rank) if d != ax] + [ax]
+    moved = transpose(x, perm) if perm != list(builtins_range(rank)) else x
+    n = shape_of(x)[ax]
+    i = reshape(range_(n), [-1, 1])
+    j = reshape(range_(n), [1, -1])
+    compare = {(False, False): less_equal, (True, False): less,
+               (False, True): greater_equal, (True, True): greater}[(exclusive, reverse)]
+    mask = mo.cast(compare(i, j), x.dtype)
+    flat = reshape(moved, [-1, n])
+    summed = reshape(matmul(flat, mask), shape_of(moved))
+    if perm == list(builtins_range(rank)):
+        return summed
+    inverse = [perm.index(d) for d in builtins_range(rank)]
+    return transpose(summed, inverse)
+
+
+builtins_range = range
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> Tensor:

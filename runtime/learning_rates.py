@@ -1,6 +1,7 @@
 """TF 1.x learning-rate schedules (`tf.train.exponential_decay`, ...), built from graph ops.
 
-Each returns a float32 tensor computed from `global_step` (cast to float32) as TensorFlow's
+Each returns a tensor of the learning rate's dtype (float32 for a Python number), computed
+from `global_step` cast to it, as TensorFlow's
 Python function of the same name builds it, so it changes as the global step advances.
 """
 
@@ -11,8 +12,12 @@ from ..ops import math_ops as mo
 from ..ops.builder import to_tensor
 
 
-def _floats(*values):
-    return [mo.cast(to_tensor(v), _dtypes.float32) for v in values]
+def _floats(learning_rate, *values):
+    """The learning rate and the other values, all in the learning rate's dtype (float32
+    for a Python number), as TF1's schedules compute."""
+    lr = to_tensor(learning_rate)
+    dtype = lr.dtype if lr.dtype.is_floating else _dtypes.float32
+    return [mo.cast(t, dtype) for t in [lr] + [to_tensor(v) for v in values]]
 
 
 def _name_scope(name, default, global_step):
@@ -40,7 +45,7 @@ exponential_decay.__name__ = "exponential_decay"
 exponential_decay.__doc__ = ("learning_rate * decay_rate ** (global_step / decay_steps) (the "
                              "exponent floored when `staircase`).")
 inverse_time_decay = _decay("InverseTimeDecay", lambda rate, p: mo.reciprocal(
-    mo.add(mo.cast(1.0, _dtypes.float32), mo.multiply(rate, p))))
+    mo.add(mo.cast(1.0, rate.dtype), mo.multiply(rate, p))))
 inverse_time_decay.__name__ = "inverse_time_decay"
 inverse_time_decay.__doc__ = "learning_rate / (1 + decay_rate * global_step / decay_steps)."
 natural_exp_decay = _decay("NaturalExpDecay",
@@ -58,9 +63,9 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
     with _name_scope(name, "PolynomialDecay", global_step):
         lr, step, steps, end, pw = _floats(learning_rate, global_step, decay_steps,
                                            end_learning_rate, power)
-        one = mo.cast(1.0, _dtypes.float32)
+        one = mo.cast(1.0, lr.dtype)
         if cycle:
-            multiplier = mo.where_v2(mo.equal(step, mo.cast(0.0, _dtypes.float32)), one,
+            multiplier = mo.where_v2(mo.equal(step, mo.cast(0.0, lr.dtype)), one,
                                      mo.ceil(mo.truediv(step, steps)))
             steps = mo.multiply(steps, multiplier)
         else:

@@ -99,3 +99,49 @@ def test_a_masked_sqrt_has_zero_gradient_where_masked_as_tensorflow():
     np.testing.assert_array_equal(masked, [0.0, 0.5, 0.25])
     np.testing.assert_array_equal(rsqrt, [0.0, -0.5, -0.0625])
     assert plain[0] == np.inf   # unmasked: the true derivative at 0
+
+
+def test_cumsum_over_an_axis_of_unknown_length():
+    """A [None] or [None, None] placeholder: cumsum used to need the axis length at graph
+    build time; now it is a matmul with a triangular 0/1 mask, gradient included."""
+    x = tf.placeholder(tf.float32, [None])
+    a = tf.placeholder(tf.float32, [None, None])
+    outs = [tf.cumsum(x), tf.cumsum(a, 1), tf.cumsum(a, 0), tf.cumsum(a, 1, exclusive=True),
+            tf.cumsum(a, 1, reverse=True), tf.cumsum(a, 0, exclusive=True, reverse=True)]
+    grad = tf.gradients(tf.reduce_sum(outs[1] * outs[1]), a)[0]
+    xi = tf.placeholder(tf.int32, [None])
+    ints = tf.cumsum(xi)
+    A = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    X = np.array([1.0, 2.0, 3.0], np.float32)
+    with tf.Session() as sess:
+        got = sess.run(outs + [grad, ints], {x: X, a: A, xi: [1, 2, 3, 4]})
+    c = np.cumsum
+    want = [c(X), c(A, 1), c(A, 0), c(A, 1) - A, c(A[:, ::-1], 1)[:, ::-1],
+            c(A[::-1], 0)[::-1] - A, c((2 * c(A, 1))[:, ::-1], 1)[:, ::-1]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert got[-1].dtype == np.int32
+    np.testing.assert_array_equal(got[-1], [1, 3, 6, 10])
+
+
+def test_learning_rate_schedules_keep_a_float64_learning_rate():
+    gs = tf.Variable(0, dtype=tf.int64, trainable=False)
+    lr64 = tf.constant(0.1, tf.float64)
+    assert tf.train.exponential_decay(lr64, gs, 4, 0.7).dtype == tf.float64
+    assert tf.train.polynomial_decay(lr64, gs, 10, 0.01).dtype == tf.float64
+    assert tf.train.exponential_decay(0.1, gs, 4, 0.7).dtype == tf.float32
+    with tf.Session() as sess:
+        sess.run(gs.initializer)
+        sess.run(gs.assign(6))
+        got = sess.run(tf.train.exponential_decay(lr64, gs, 4, 0.7))
+    assert got.dtype == np.float64
+    assert abs(got - 0.1 * 0.7 ** 1.5) < 1e-15   # float32 would be off by ~1e-9
+
+
+def test_constant_with_fewer_values_than_its_shape_repeats_the_last():
+    with tf.Session() as sess:
+        got = sess.run([tf.constant([1, 2], shape=[2, 2]), tf.constant([1.5, 2.5, 3.5], shape=[5])])
+    np.testing.assert_array_equal(got[0], [[1, 2], [2, 2]])
+    np.testing.assert_array_equal(got[1], [1.5, 2.5, 3.5, 3.5, 3.5])
+    with pytest.raises(ValueError, match="cannot fill"):
+        tf.constant([1, 2, 3], shape=[2])
