@@ -7,6 +7,8 @@ Python function of the same name builds it, so it changes as the global step adv
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dtypes
 from ..ops import math_ops as mo
 from ..ops.builder import to_tensor
@@ -17,7 +19,11 @@ def _floats(learning_rate, *values):
     for a Python number), as TF1's schedules compute."""
     lr = to_tensor(learning_rate)
     dtype = lr.dtype if lr.dtype.is_floating else _dtypes.float32
-    return [mo.cast(t, dtype) for t in [lr] + [to_tensor(v) for v in values]]
+    # Python numbers convert straight to that dtype (0.7 as float64, not float32 widened)
+    rest = [to_tensor(np.asarray(v, dtype.as_numpy_dtype))
+            if isinstance(v, (int, float, np.number, np.ndarray)) else mo.cast(v, dtype)
+            for v in values]
+    return [mo.cast(lr, dtype)] + rest
 
 
 def _name_scope(name, default, global_step):
