@@ -289,7 +289,15 @@ class Saver:
     """
 
     def __init__(self, var_list=None, max_to_keep=5, name=None, allow_empty=False,
-                 pad_step_number=False):
+                 pad_step_number=False, reshape=False, sharded=False,
+                 keep_checkpoint_every_n_hours=10000.0, restore_sequentially=False,
+                 saver_def=None, builder=None, defer_build=False, write_version=None,
+                 save_relative_paths=False, filename=None):
+        # reshape, sharded, restore_sequentially, saver_def, builder, defer_build,
+        # write_version, save_relative_paths and filename are TF1's options for its own file
+        # formats; flowjit writes one .fjckpt file per checkpoint, so they change nothing.
+        # keep_checkpoint_every_n_hours (TF1 keeps such checkpoints beyond max_to_keep) is
+        # not implemented: max_to_keep alone decides.
         graph = get_default_graph()
         if var_list is None:
             var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
@@ -319,12 +327,15 @@ class Saver:
         return list(self._last)
 
     def save(self, sess, save_path, global_step=None, latest_filename=None,
-             write_state=True) -> str:
+             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
+             strip_default_attrs=False, save_debug_info=False) -> str:
         """Write a checkpoint of the variables' values in `sess`; returns its prefix.
 
         The prefix is `save_path`, or `save_path-<step>` with a `global_step` (an int, or a
         tensor/variable read in `sess`).  Updates the directory's state file (unless
-        `write_state=False`) and deletes checkpoints beyond `max_to_keep`.
+        `write_state=False`) and deletes checkpoints beyond `max_to_keep`. No .meta graph
+        file is written (`write_meta_graph` and the other meta-graph options are accepted
+        for TF1 programs and change nothing).
         """
         save_path = os.fspath(save_path)
         if global_step is not None:

@@ -300,3 +300,20 @@ def test_saver_arguments():
         tf.train.Saver([v, v])
     with pytest.raises(TypeError, match="not a variable"):
         tf.train.Saver([tf.constant(1.0)])
+
+
+def test_saver_accepts_tf1_options_it_does_not_need(tmp_path):
+    """TF1 programs pass write_meta_graph=, sharded=, keep_checkpoint_every_n_hours=, ...;
+    they raised TypeError."""
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        saver = tf.train.Saver(keep_checkpoint_every_n_hours=2.0, save_relative_paths=True,
+                               sharded=False, reshape=False)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            path = saver.save(sess, str(tmp_path / "m"), global_step=1,
+                              write_meta_graph=False)
+            sess.run(v.assign(5.0))
+            saver.restore(sess, path)
+            assert sess.run(v) == 1.0
