@@ -29,7 +29,7 @@ import numpy as np
 
 from ..compiler.ir import NodeKind
 from ..compiler.lowering import NotLowerable
-from ..compiler.np_array import GraphBreak, NeedsStaticShapes
+from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
@@ -270,7 +270,7 @@ class JitFunction:
                 else:
                     seen = tuple([(type(a), a.dtype, a.shape, a.flags.num) for a in args])
                 call = self._seen.get(seen)
-            except (AttributeError, TypeError):
+            except (AttributeError, TypeError, GraphBreak):   # GraphBreak: a traced array
                 call = seen = None
             if call is not None:
                 return call(args)
@@ -286,7 +286,7 @@ class JitFunction:
                     key = tuple([(a.dtype.char, tuple(map(_IS_ONE, a.shape))) for a in args
                                  if type(a) is np.ndarray and
                                  a.flags.num & _TRUSTED == _TRUSTED and a.dtype.isnative])
-            except AttributeError:
+            except (AttributeError, GraphBreak):
                 key = None
             if key is not None and len(key) == len(args):
                 entry = self._entries.get(key)
@@ -297,6 +297,10 @@ class JitFunction:
                             self._seen.clear()
                         self._seen[seen] = call
                     return call(args)
+        if any(isinstance(a, TracedArray) for a in list(args) + list(kwargs.values())):
+            # called while another jitted function is being traced: trace through this
+            # one's body too, so the outer kernel includes it
+            return self.fn(*args, **kwargs)
         subclass = _ndarray_subclass(args, kwargs)
         if subclass is not None:
             return self._run_subclass(subclass, args, kwargs)

@@ -23,7 +23,8 @@ each checked against NumPy itself:
   the scalar for the array), and ndarray subclasses (masked arrays, np.matrix) run as plain
   Python instead of being traced as plain arrays;
 - complex var/std/norm/vdot are graph breaks (they dropped the imaginary part or the
-  conjugate), complex max/sort too (they raised TypeError); bool ** 2 is int8.
+  conjugate), complex max/sort too (they raised TypeError); bool ** 2 is int8;
+- a jitted function called inside another is traced through (the outer one broke).
 """
 
 import concurrent.futures
@@ -368,3 +369,14 @@ def test_bool_array_squared_by_the_operator_is_int8():
     got = flowjit.jit(lambda b: (b ** 2, np.power(b, 2), b ** 3))(b)
     for g, w in zip(got, (b ** 2, np.power(b, 2), b ** 3)):
         _same(g, w)
+
+
+def test_a_jitted_function_called_inside_another_is_traced_through():
+    """The inner function's fast path read `.flags` of the outer trace's arrays, a graph
+    break: the outer function never compiled."""
+    inner = flowjit.jit(lambda x: np.tanh(x) * 2)
+    outer = flowjit.jit(lambda x: inner(x) + inner(x * 2).sum(), fallback=False)
+    x = np.linspace(-1.0, 1.0, 7)
+    np.testing.assert_allclose(outer(x), np.tanh(x) * 2 + (np.tanh(2 * x) * 2).sum(),
+                               atol=1e-14)
+    np.testing.assert_allclose(inner(x), np.tanh(x) * 2, atol=1e-15)   # still works alone
