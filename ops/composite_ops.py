@@ -111,7 +111,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
-    """Running sums along `axis` (static length): prefix sums by log2(n) shifted adds."""
+    """Running sums along `axis`: prefix sums by log2(n) shifted adds when its length is
+    static, else a matmul with a triangular 0/1 mask (`_cumsum_by_mask`)."""
     x = to_tensor(x)
     with x.graph.name_scope(name or "Cumsum"):
         rank = x.shape.ndims
