@@ -316,7 +316,11 @@ def _mixed_setitem(arr, key, value, dtype) -> None:
     """`arr[key] = value` with one traced integer index array beside ints and slices, as
     the row scatter into a view: `x[idx, 1] = v` is `x[:, 1][idx] = v` (NumPy's layout of
     the written value is the same when the array's axis comes first after the ints and
-    slices before it are applied)."""
+    slices before it are applied); integer index arrays on all the leading axes
+    (`p[np.arange(n), y] -= 1`) are one point scatter."""
+    if _all_integer_arrays(arr, key):
+        _scatter_points(arr, key, value, dtype)
+        return
     traced = [i for i, k in enumerate(key) if as_tensor(k) is not None]
     if len(traced) != 1 or any(isinstance(k, (type(None), type(Ellipsis))) for k in key):
         raise GraphBreak("assignment through several traced indices (or None/... beside one)")
@@ -335,6 +339,50 @@ def _mixed_setitem(arr, key, value, dtype) -> None:
                          "remaining axis")
     view = getitem(arr, tuple(slice(None) if i == pos else k for i, k in enumerate(key)))
     _scatter_rows(view, idx, value, dtype)
+
+
+def _scatter_points(arr, key, value, dtype) -> None:
+    """`arr[i0, i1, ...] = value` with integer index arrays on the leading axes: a row
+    scatter into the array seen as [n0*n1*..., rest] at the linear index of each point (the
+    compiled form; the last occurrence of a point wins, as in NumPy). A point outside the
+    array gets the linear index n0*n1*..., so the scatter fails when it runs instead of
+    writing into a neighbouring row."""
+    tf = api()
+    shape = list(arr.shape)
+    idx = [to_tensor(k, np.int64) for k in key]
+    shapes = [static_dims(t, "an index array") for t in idx]
+    try:
+        common = list(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {' '.join(str(tuple(s)) for s in shapes)}") from None
+    idx = [_wrapped(t if list(s) == common else tf.broadcast_to(t, common), n)
+           for t, s, n in zip(idx, shapes, shape)]
+    k = int(np.prod(common, dtype=np.int64))
+    lead, rest = shape[:len(key)], shape[len(key):]
+    rows = int(np.prod(lead, dtype=np.int64))
+    linear, inside = idx[0], None
+    for t, n in zip(idx, lead):
+        fits = tf.logical_and(tf.greater_equal(t, tf.zeros_like(t)),
+                              tf.less(t, tf.constant(np.int64(n))))
+        inside = fits if inside is None else tf.logical_and(inside, fits)
+    for t, n in zip(idx[1:], lead[1:]):
+        linear = tf.add(tf.multiply(linear, tf.constant(np.int64(n))), t)
+    linear = tf.where_v2(inside, linear, tf.constant(np.int64(rows)))
+    points = tf.reshape(linear, [k, 1])
+    v = to_tensor(value, dtype)
+    target = tuple(common) + tuple(rest)
+    v_shape = static_dims(v, "the value written") if v.shape.ndims else ()
+    try:
+        np.broadcast_shapes(v_shape, target)
+    except ValueError:
+        raise ValueError(f"shape mismatch: value array of shape {v_shape} could not be "
+                         f"broadcast to indexing result of shape {target}") from None
+    if k == 0:
+        return
+    v = tf.reshape(tf.broadcast_to(v, list(target)), [k] + rest)
+    flat = tf.reshape(arr._as_graph_tensor(), [rows] + rest)
+    _write_view(arr, tf.reshape(tf.tensor_scatter_nd_update(flat, points, v), shape))
 
 
 def _scatter_rows(arr, idx, value, dtype) -> None:

@@ -24,7 +24,8 @@ each checked against NumPy itself:
   Python instead of being traced as plain arrays;
 - complex var/std/norm/vdot are graph breaks (they dropped the imaginary part or the
   conjugate), complex max/sort too (they raised TypeError); bool ** 2 is int8;
-- a jitted function called inside another is traced through (the outer one broke).
+- a jitted function called inside another is traced through (the outer one broke);
+- `p[np.arange(n), y] -= 1` and `x[i, j] = v` with index arrays compile (a graph break).
 """
 
 import concurrent.futures
@@ -380,3 +381,44 @@ def test_a_jitted_function_called_inside_another_is_traced_through():
     np.testing.assert_allclose(outer(x), np.tanh(x) * 2 + (np.tanh(2 * x) * 2).sum(),
                                atol=1e-14)
     np.testing.assert_allclose(inner(x), np.tanh(x) * 2, atol=1e-15)   # still works alone
+
+
+def _ce_grad(logits, y):
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(logits.shape[0]), y] -= 1
+    return p / logits.shape[0]
+
+
+def _set_points(x, i, j, v):
+    x = x.copy()
+    x[i, j] = v
+    return x
+
+
+_ce_grad_jit = flowjit.jit(_ce_grad, fallback=False)
+_set_points_jit = flowjit.jit(_set_points, fallback=False)
+
+
+@settings(max_examples=6, deadline=None)   # each new shape compiles (exact shapes)
+@given(st.integers(1, 7), st.integers(1, 5), st.integers(0, 2**31 - 1))
+def test_assignment_at_index_points(rows, cols, seed):
+    """`p[np.arange(n), y] -= 1` and `x[i, j] = v` with index arrays on the leading axes
+    (negative and repeated indices, a trailing axis written whole) compile, as NumPy."""
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((rows, cols))
+    y = rng.integers(0, cols, rows)
+    np.testing.assert_allclose(_ce_grad_jit(logits, y), _ce_grad(logits, y), rtol=1e-12,
+                               atol=1e-15)
+    x = rng.standard_normal((rows, cols, 3))
+    i = rng.integers(-rows, rows, 4)
+    j = rng.integers(-cols, cols, 4)
+    for v in (2.5, rng.standard_normal(3), rng.standard_normal((4, 3))):
+        _same(_set_points_jit(x, i, j, v), _set_points(x, i, j, v))
+
+
+def test_assignment_at_a_point_outside_the_array_fails():
+    x = np.zeros((3, 4))
+    for i, j in (([0, 3], [1, 1]), ([0, 1], [4, 0]), ([0, -4], [0, 0]), ([0, 0], [-5, 0])):
+        with pytest.raises(ValueError, match="index"):   # NumPy: IndexError
+            _set_points_jit(x, np.array(i), np.array(j), 1.0)
