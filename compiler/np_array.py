@@ -21,6 +21,8 @@ tracer to retrace with exact sizes when code reads a size that is not part of th
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import dtypes as _dtypes
@@ -272,6 +274,18 @@ def to_tensor(x, dtype) -> Tensor:
     if np.dtype(t.dtype.as_numpy_dtype) != dtype:
         return tf.cast(t, _dtypes.as_dtype(dtype))
     return t
+
+
+@contextlib.contextmanager
+def dtype_breaks(what: str):
+    """Turn an op's unsupported-dtype TypeError (complex max, sort, ...) into a graph break:
+    NumPy may support what flowjit's ops do not, so the function runs as plain Python."""
+    from ..ops.builder import DtypeNotAllowed
+
+    try:
+        yield
+    except DtypeNotAllowed as e:
+        raise GraphBreak(f"{what} at this dtype ({e})") from None
 
 
 def api():

@@ -14,15 +14,11 @@ lives in np_shape.py.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
-
-from ..ops.builder import DtypeNotAllowed
 
 from . import np_linalg as la
 from . import np_reductions as red
-from .np_array import GraphBreak, TracedArray, api, as_tensor, to_tensor, wrap
+from .np_array import GraphBreak, TracedArray, api, as_tensor, dtype_breaks, to_tensor, wrap
 from .np_functions_extra import EXTRA_FUNCTIONS
 from .np_functions_more import MORE_FUNCTIONS
 from .np_functions_split import SPLIT_FUNCTIONS
@@ -258,16 +254,6 @@ def apply_function(func, args, kwargs):
                          "NumPy tracing)")
     with dtype_breaks(f"np.{func.__name__}"):
         return impl(*args, **kwargs)
-
-
-@contextlib.contextmanager
-def dtype_breaks(what: str):
-    """Turn an op's unsupported-dtype TypeError (complex max, sort, ...) into a graph break:
-    NumPy may support what flowjit's ops do not, so the function runs as plain Python."""
-    try:
-        yield
-    except DtypeNotAllowed as e:
-        raise GraphBreak(f"{what} at this dtype ({e})") from None
 
 
 # --- methods and operators ------------------------------------------------------------------

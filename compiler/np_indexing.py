@@ -87,16 +87,26 @@ def _wrapped(idx, n):
     return tf.where_v2(tf.less(idx, tf.zeros_like(idx)), tf.add(idx, size), idx)
 
 
-def _gather_points(arr, key):
-    """`arr[i0, i1, ...]` with integer index arrays on the leading axes: one GatherNd."""
+def _index_points(key, shape) -> tuple[list, list]:
+    """(index tensors broadcast to their common shape, negatives counted from the end of
+    their axis; that shape) for integer index arrays `key` on the leading axes of `shape`."""
     tf = api()
-    shape = arr.shape
     idx = [to_tensor(k, np.int64) for k in key]
     shapes = [static_dims(t, "an index array") for t in idx]
-    common = list(np.broadcast_shapes(*shapes))
+    try:
+        common = list(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {' '.join(str(tuple(s)) for s in shapes)}") from None
     idx = [_wrapped(t if list(s) == common else tf.broadcast_to(t, common), n)
            for t, s, n in zip(idx, shapes, shape)]
-    return wrap(tf.gather_nd(arr._as_graph_tensor(), tf.stack(idx, axis=-1)))
+    return idx, common
+
+
+def _gather_points(arr, key):
+    """`arr[i0, i1, ...]` with integer index arrays on the leading axes: one GatherNd."""
+    idx, _ = _index_points(key, arr.shape)
+    return wrap(api().gather_nd(arr._as_graph_tensor(), api().stack(idx, axis=-1)))
 
 
 def _dynamic_getitem(arr, key, traced):
@@ -349,15 +359,7 @@ def _scatter_points(arr, key, value, dtype) -> None:
     writing into a neighbouring row."""
     tf = api()
     shape = list(arr.shape)
-    idx = [to_tensor(k, np.int64) for k in key]
-    shapes = [static_dims(t, "an index array") for t in idx]
-    try:
-        common = list(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
-                         f"with shapes {' '.join(str(tuple(s)) for s in shapes)}") from None
-    idx = [_wrapped(t if list(s) == common else tf.broadcast_to(t, common), n)
-           for t, s, n in zip(idx, shapes, shape)]
+    idx, common = _index_points(key, shape)
     k = int(np.prod(common, dtype=np.int64))
     lead, rest = shape[:len(key)], shape[len(key):]
     rows = int(np.prod(lead, dtype=np.int64))

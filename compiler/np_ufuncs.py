@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from .np_array import GraphBreak, TracedArray, api, as_tensor, np_dtype_of, to_tensor, wrap
+from .np_array import (GraphBreak, TracedArray, api, as_tensor, dtype_breaks, np_dtype_of,
+                       to_tensor, wrap)
 
 
 def _float_only(fn):
@@ -442,12 +443,8 @@ _WRAPPING = (np.add, np.subtract, np.multiply, np.negative, np.power, np.square)
 def apply_ufunc(ufunc, method, inputs, kwargs):
     """The body of `TracedArray.__array_ufunc__`; an op's unsupported dtype is a graph break
     (NumPy may support it)."""
-    from ..ops.builder import DtypeNotAllowed
-
-    try:
+    with dtype_breaks(f"np.{ufunc.__name__}"):
         return _apply_ufunc(ufunc, method, inputs, kwargs)
-    except DtypeNotAllowed as e:
-        raise GraphBreak(f"np.{ufunc.__name__} at this dtype ({e})") from None
 
 
 def _apply_ufunc(ufunc, method, inputs, kwargs):

@@ -91,7 +91,7 @@ def check_dtype(tensor: Tensor, allowed, param: str = "x"):
     if tensor.dtype not in allowed:
         names = ", ".join(d.name for d in allowed)
         raise DtypeNotAllowed(f"Value passed to parameter '{param}' has DataType "
-                        f"{tensor.dtype.name} not in list of allowed values: {names}")
+                              f"{tensor.dtype.name} not in list of allowed values: {names}")
 
 
 def check_same_dtype(tensors, params=None):

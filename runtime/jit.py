@@ -190,10 +190,13 @@ def _aliased_writes(writebacks, arrays) -> bool:
     return False
 
 
-def _ndarray_subclass(args, kwargs):
-    """The type of the first argument (also inside lists and tuples) that is an instance of
-    a proper ndarray subclass, or None."""
+def _untraceable_argument(args, kwargs):
+    """The type of the first argument (also inside lists and tuples) that is not traced
+    as a plain array: a TracedArray (a call inside another function's trace) or a proper
+    ndarray subclass; None when there is none."""
     def find(a):
+        if isinstance(a, TracedArray):
+            return TracedArray
         if isinstance(a, np.ndarray):
             return None if type(a) is np.ndarray else type(a)
         if isinstance(a, (list, tuple)):
@@ -297,13 +300,13 @@ class JitFunction:
                             self._seen.clear()
                         self._seen[seen] = call
                     return call(args)
-        if any(isinstance(a, TracedArray) for a in list(args) + list(kwargs.values())):
+        untraceable = _untraceable_argument(args, kwargs)
+        if untraceable is TracedArray:
             # called while another jitted function is being traced: trace through this
             # one's body too, so the outer kernel includes it
             return self.fn(*args, **kwargs)
-        subclass = _ndarray_subclass(args, kwargs)
-        if subclass is not None:
-            return self._run_subclass(subclass, args, kwargs)
+        if untraceable is not None:
+            return self._run_subclass(untraceable, args, kwargs)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
         entry = self._entries.get(key)
         if entry is None:

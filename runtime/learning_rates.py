@@ -1,8 +1,8 @@
 """TF 1.x learning-rate schedules (`tf.train.exponential_decay`, ...), built from graph ops.
 
 Each returns a tensor of the learning rate's dtype (float32 for a Python number), computed
-from `global_step` cast to it, as TensorFlow's
-Python function of the same name builds it, so it changes as the global step advances.
+from `global_step` cast to it, as TensorFlow's Python function of the same name builds it,
+so it changes as the global step advances.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ def _floats(learning_rate, *values):
     lr = to_tensor(learning_rate)
     dtype = lr.dtype if lr.dtype.is_floating else _dtypes.float32
     # Python numbers convert straight to that dtype (0.7 as float64, not float32 widened)
-    rest = [to_tensor(np.asarray(v, dtype.as_numpy_dtype))
-            if isinstance(v, (int, float, np.number, np.ndarray)) else mo.cast(v, dtype)
-            for v in values]
+    rest = [to_tensor(v, dtype) if isinstance(v, (int, float, np.number, np.ndarray))
+            else mo.cast(v, dtype) for v in values]
     return [mo.cast(lr, dtype)] + rest
 
 
