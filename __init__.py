@@ -6,11 +6,11 @@ any part of it with `tf.Session().run(fetches, feed_dict)`.
 """
 
 from . import dtypes, errors
-from .compiler.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
+from .compiler.core.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                              control_dependencies, device, get_collection, get_collection_ref,
                              get_default_graph, name_scope, reset_default_graph)
-from .compiler.graph_def import GraphDef, NodeDef, import_graph_def
-from .compiler.shapes import Dimension, TensorShape
+from .compiler.core.graph_def import GraphDef, NodeDef, import_graph_def
+from .compiler.core.shapes import Dimension, TensorShape
 from .dtypes import (DType, as_dtype, bool_ as bool,
                      complex64, complex128, double, float16, float32, float64, half, int8,
                      int16, int32, int64, string, uint8, uint16, uint32, uint64)

@@ -28,7 +28,7 @@ import contextlib
 import importlib
 
 from . import dtypes as _dtypes
-from .compiler.graph import Tensor, get_default_graph
+from .compiler.core.graph import Tensor, get_default_graph
 from .ops.basic_ops import constant, group
 from .ops.conversion import convert_to_tensor
 from .ops.fill_ops import fill

@@ -11,8 +11,8 @@ import os
 
 from . import gfile as _gfile
 from . import dtypes as _dtypes
-from .compiler.graph import Graph, GraphKeys, get_default_graph
-from .compiler.graph_def import GraphDef
+from .compiler.core.graph import Graph, GraphKeys, get_default_graph
+from .compiler.core.graph_def import GraphDef
 from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
                          MomentumOptimizer, Optimizer, RMSPropOptimizer)
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,

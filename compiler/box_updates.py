@@ -23,8 +23,8 @@ axis.
 
 from __future__ import annotations
 
-from . import ir
-from .ir import Scalar
+from .core import ir
+from .core.ir import Scalar
 
 _FLIP = {Scalar.GE: Scalar.LE, Scalar.GT: Scalar.LT, Scalar.LE: Scalar.GE, Scalar.LT: Scalar.GT}
 

@@ -10,8 +10,8 @@ whose shape was spelled with the bias's length.  `SizeClasses` is the union of t
 
 from __future__ import annotations
 
-from . import ir
-from .ir import Scalar
+from .core import ir
+from .core.ir import Scalar
 
 
 class SizeClasses:

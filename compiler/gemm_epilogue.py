@@ -28,8 +28,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import ir
-from .ir import NodeKind, Scalar
+from .core import ir
+from .core.ir import NodeKind, Scalar
 
 
 @dataclasses.dataclass(frozen=True)

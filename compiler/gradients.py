@@ -24,7 +24,7 @@ Invariants and rules:
 
 from __future__ import annotations
 
-from .graph import Tensor
+from .core.graph import Tensor
 
 
 def _as_tensor(value, what: str) -> Tensor:

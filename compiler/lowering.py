@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.conversion import static_value
-from . import ir
-from .ir import Expr, Node, Scalar
+from .core import ir
+from .core.ir import Expr, Node, Scalar
 
 
 class NotLowerable(Exception):

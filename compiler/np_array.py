@@ -26,8 +26,8 @@ import contextlib
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .graph import Tensor
-from .node import user_site
+from .core.graph import Tensor
+from .core.node import user_site
 
 
 class GraphBreak(Exception):

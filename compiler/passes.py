@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from . import ir
-from .ir import NodeKind, Scalar
+from .core import ir
+from .core.ir import NodeKind, Scalar
 
 
 def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:

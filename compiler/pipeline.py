@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from . import ir, passes
-from .ir_text import program_text
+from . import passes
+from .core import ir
+from .core.ir_text import program_text
 from .lowering import lower_cluster
 from .schedule import make_schedule
 
@@ -97,7 +98,7 @@ def drop_unused_constants(program, constants: list):
     """(program, constants) without the constant inputs no node reads any more (e.g. the
     paddings of a Pad, read while lowering), so the kernel takes only the arrays it uses.
     Constants are the last inputs; kept inputs keep their positions (and parameter names)."""
-    from .ir import Program, Scalar, walk
+    from .core.ir import Program, Scalar, walk
 
     n_user = len(program.inputs) - len(constants)
     used = {id(n) for n in program.nodes()}

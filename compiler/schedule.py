@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import ir
+from .core import ir
 from .box_updates import find_box_update
 from .equal_dims import SizeClasses
 from .gemm_epilogue import find_epilogues
-from .ir import Node, NodeKind, Scalar
+from .core.ir import Node, NodeKind, Scalar
 
 # nodes computed by a call of their own (a group each), whose inputs are materialized
 _CALL_KINDS = (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER, NodeKind.LIBCALL)

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .graph import Graph, Tensor
+from .core.graph import Graph, Tensor
 
 
 def array_key(a: np.ndarray, exact: bool = False):

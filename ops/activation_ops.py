@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler import ir
-from ..compiler.graph import Tensor
-from ..compiler.ir import Combiner
-from ..compiler.ir import Scalar as S
-from ..compiler.ir_build import cast, map_nodes, reduce_axes
-from ..compiler.shapes import TensorShape
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Combiner
+from ..compiler.core.ir import Scalar as S
+from ..compiler.core.ir_build import cast, map_nodes, reduce_axes
+from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
 from .builder import (FLOATS, NUMERIC, REALS, binary_operands, check_dtype,

@@ -10,8 +10,8 @@ Nothing here defines an op.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import Dimension, TensorShape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import Dimension, TensorShape
 from ..errors import InvalidArgumentError
 from .builder import INDEX_TYPES, check_dtype, graph_for, to_tensor
 from .conversion import first_tensor_dtype, static_value

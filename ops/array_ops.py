@@ -20,11 +20,11 @@ import builtins
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.graph import name_scope
-from ..compiler.ir_build import remap
+from ..compiler.core import ir
+from ..compiler.core.graph import name_scope
+from ..compiler.core.ir_build import remap
 from ..compiler.lowering import NotLowerable
-from ..compiler.shapes import unknown_shape
+from ..compiler.core.shapes import unknown_shape
 from . import lower_index as lx
 from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,
                            static_ints)

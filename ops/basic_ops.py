@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import get_default_graph
-from ..compiler.shapes import as_shape, unknown_shape
+from ..compiler.core.graph import get_default_graph
+from ..compiler.core.shapes import as_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
 from .conversion import constant_array
@@ -165,7 +165,7 @@ def no_op(name=None):
 
 def group(*inputs, name=None):
     """An op that runs after every op (or tensor's producer) in `inputs`."""
-    from ..compiler.node import _as_operation
+    from ..compiler.core.node import _as_operation
 
     flat = []
     for x in inputs:
@@ -185,7 +185,7 @@ OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, STOP_GRADIENT
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _lower_const(ctx, op, inputs):
-    from ..compiler import ir
+    from ..compiler.core import ir
     from ..compiler.lowering import NotLowerable
 
     value = op.get_attr("value")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler.graph import Tensor
+from ..compiler.core.graph import Tensor
 from .builder import INTEGERS
 from .math_binary import apply_binary, binary_def
 from .math_unary import _apply, unary_def
@@ -83,7 +83,7 @@ OP_DEFS = (BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT, RIGHT_SHIFT, INVERT
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _attach_lowerings():
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core.ir import Scalar as S
     from .lower_util import lower_as
 
     for op_def, kind in ((BITWISE_AND, S.BITAND), (BITWISE_OR, S.BITOR),

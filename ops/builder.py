@@ -9,8 +9,8 @@ both), and the dtype checks used by inference functions.  Nothing here knows a s
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Operation, Tensor, get_default_graph
-from ..compiler.node import user_site
+from ..compiler.core.graph import Operation, Tensor, get_default_graph
+from ..compiler.core.node import user_site
 from .conversion import convert_to_tensor
 
 

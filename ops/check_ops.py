@@ -49,8 +49,8 @@ GRADIENTS = ((ENSURE_NON_EMPTY, _pass_through),)
 
 
 def _lower(ctx, op, inputs):
-    from ..compiler import ir
-    from ..compiler.ir import Scalar
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar
 
     x = inputs[0]
     for a in op.get_attr("axes"):

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..compiler.graph import Tensor
+from ..compiler.core.graph import Tensor
 from . import math_ops as mo
 from .array_ops import reshape
 from .builder import graph_for, to_tensor

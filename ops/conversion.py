@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Operation, Tensor
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.graph import Operation, Tensor
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from .registry import Trait
 
 _STATIC_LIMIT = 4096  # elements: static evaluation is for shape arithmetic, not big data

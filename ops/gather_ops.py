@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler import ir
-from ..compiler.graph import Tensor
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
 from ..compiler.lowering import NotLowerable
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.shapes import as_shape
+from ..compiler.core.shapes import as_shape
 
 __all__ = [
     "zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler.graph import Tensor
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef
@@ -223,7 +223,7 @@ GRADIENTS = ((MATRIX_INVERSE, _inverse_grad), (MATRIX_DETERMINANT, _det_grad),
 # --- lowerings to kernel IR --------------------------------------------------------------------
 def _lowering(routine_name: str):
     def lower(ctx, op, inputs):
-        from ..compiler import ir
+        from ..compiler.core import ir
         from ..compiler.lowering import NotLowerable
 
         routine = ir.Routine[routine_name]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.graph import Tensor
-from ..compiler.ir import Combiner
-from ..compiler.ir import Scalar as S
-from ..compiler.ir_build import cast, reduce_axes
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Combiner
+from ..compiler.core.ir import Scalar as S
+from ..compiler.core.ir_build import cast, reduce_axes
 from ..compiler.lowering import NotLowerable
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end

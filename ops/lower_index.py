@@ -20,9 +20,9 @@ conventions the lowerings share:
 
 from __future__ import annotations
 
-from ..compiler import ir
-from ..compiler.ir import Expr
-from ..compiler.ir import Scalar as S
+from ..compiler.core import ir
+from ..compiler.core.ir import Expr
+from ..compiler.core.ir import Scalar as S
 from ..compiler.lowering import NotLowerable
 
 _ARITH = {S.ADD: lambda a, b: a + b, S.SUB: lambda a, b: a - b, S.MUL: lambda a, b: a * b,

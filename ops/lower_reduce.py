@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler import ir
-from ..compiler.ir import Combiner, Expr, Node
-from ..compiler.ir import Scalar as S
-from ..compiler.ir_build import cast, load_broadcast, reduce_axes
+from ..compiler.core import ir
+from ..compiler.core.ir import Combiner, Expr, Node
+from ..compiler.core.ir import Scalar as S
+from ..compiler.core.ir_build import cast, load_broadcast, reduce_axes
 from ..compiler.lowering import NotLowerable
 from .lower_util import require_real
 

@@ -8,8 +8,8 @@ compiled (they stay with the reference kernels).
 
 from __future__ import annotations
 
-from ..compiler import ir
-from ..compiler.ir_build import map_nodes
+from ..compiler.core import ir
+from ..compiler.core.ir_build import map_nodes
 from ..compiler.lowering import NotLowerable
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import broadcast_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import broadcast_shape
 from ..errors import InvalidArgumentError
 from .basic_ops import identity
 from .builder import (FLOAT_OR_COMPLEX, FLOATS, NUMERIC, REALS, binary_operands,
@@ -331,7 +331,7 @@ OP_DEFS = (ADD, SUB, MUL, REAL_DIV, FLOOR_DIV, FLOOR_MOD, TRUNCATE_DIV, TRUNCATE
 
 def _constant_value(node):
     """The value of a node whose every element is one constant, else None."""
-    from ..compiler import ir
+    from ..compiler.core import ir
 
     body = getattr(node, "body", None)
     if node.kind is ir.NodeKind.COMPUTE and body is not None and ir.is_const(body):
@@ -342,8 +342,8 @@ def _constant_value(node):
 def _checked_integer_division(lower):
     """`lower` preceded, for integer outputs, by the run-time check of a zero divisor."""
     from .. import dtypes as _dtypes
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
 
     def checked(ctx, op, inputs):
         divisor = inputs[1]
@@ -361,8 +361,8 @@ def _checked_integer_division(lower):
 
 
 def _attach_lowerings():
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
     from .lower_util import elementwise_lowering, lower_as, not_for_integers
 
     for op_def, kind in ((ADD, S.ADD), (SUB, S.SUB), (MUL, S.MUL), (REAL_DIV, S.DIV),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
+from ..compiler.core.graph import Tensor
 from .builder import REALS, binary_operands, graph_for, make_op
 from .math_binary import apply_binary, binary_def
 from .math_unary import logical_not
@@ -98,7 +98,7 @@ OP_DEFS = (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, LOGICAL_A
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _attach_lowerings():
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core.ir import Scalar as S
     from .lower_util import lower_as
 
     for op_def, kind in ((EQUAL, S.EQ), (NOT_EQUAL, S.NE), (LESS, S.LT), (LESS_EQUAL, S.LE),

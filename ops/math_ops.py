@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import broadcast_shape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import broadcast_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import math_binary, math_compare, math_unary
 from .builder import REALS, binary_operands, check_dtype, check_same_dtype, graph_for, make_op
@@ -227,8 +227,8 @@ OP_DEFS = (*math_unary.OP_DEFS, *math_binary.OP_DEFS, *math_compare.OP_DEFS, SEL
 def _lower_select(ctx, op, inputs):
     """TF1 Select: t and e of one shape; the condition a scalar, t's shape, or (for t of
     rank > 1) a vector choosing rows."""
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
     from ..compiler.lowering import NotLowerable
     from .lower_util import require_real
 
@@ -260,9 +260,9 @@ def _lower_select(ctx, op, inputs):
 def _lower_clip(ctx, op, inputs):
     """max(min(t, hi), lo) with NaN-propagating min/max, as the reference kernel; the bounds
     broadcast to t's shape and may not enlarge it."""
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
-    from ..compiler.ir_build import load_broadcast
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
+    from ..compiler.core.ir_build import load_broadcast
     from ..compiler.lowering import NotLowerable
     from .lower_util import require_real
 
@@ -283,8 +283,8 @@ def _lower_clip(ctx, op, inputs):
 
 
 def _attach_lowerings():
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
     from .lower_util import elementwise_lowering
 
     SELECT.lower = _lower_select

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.special
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
+from ..compiler.core.graph import Tensor
 from .builder import (FLOAT_OR_COMPLEX, FLOATS, check_dtype, graph_for, make_op,
                       to_tensor)
 from .registry import OpDef, Trait
@@ -310,8 +310,8 @@ OP_DEFS = (NEG, ABS, COMPLEX_ABS, SIGN, SQUARE, SQRT, RSQRT, RECIPROCAL, EXP, EX
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _attach_lowerings():
-    from ..compiler import ir
-    from ..compiler.ir import Scalar as S
+    from ..compiler.core import ir
+    from ..compiler.core.ir import Scalar as S
     from .lower_util import elementwise_lowering, lower_as
 
     def one(dt):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import TensorShape, broadcast_shape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import TensorShape, broadcast_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import binary_operands, check_dtype, graph_for, make_op
 from .registry import OpDef
@@ -180,7 +180,7 @@ OP_DEFS = (MATMUL, BATCH_MATMUL_V2)
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _lower_matmul(ctx, op, inputs):
     """A BLAS call for float32/float64 (float16 through float32, as the kernel does)."""
-    from ..compiler import ir
+    from ..compiler.core import ir
     from ..compiler.lowering import NotLowerable
     from .lower_reduce import cast_node, compute_dtype
 
@@ -205,7 +205,7 @@ def _unit_dim_product(a, b, ta, tb, m, n, k):
     reduction for `A @ x`, a column reduction for `x @ A`), an outer product (`k` is 1)
     an elementwise multiply.  Both fuse with their neighbours, and run on every thread;
     BLAS ran `x @ A` on one (a GEMM with one row) and `A @ x` as a GEMM of one column."""
-    from ..compiler import ir
+    from ..compiler.core import ir
 
     i, j = ir.axis_vars(2)
     row = ir.index(0) if ir.is_const(m, 1) else i      # a unit output axis reads index 0
@@ -223,7 +223,7 @@ def _lower_batch_matmul(ctx, op, inputs):
     """One BLAS call per matrix of the batch (a 3-D MATMUL node): leading batch dims are
     flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
     broadcast (a size 1 against a larger one) are not compiled."""
-    from ..compiler import ir
+    from ..compiler.core import ir
     from ..compiler.lowering import NotLowerable
     from .lower_reduce import cast_node, compute_dtype
 

@@ -7,7 +7,7 @@ semantics, as in TensorFlow 1.x graph mode, so tensors stay usable as dict keys.
 
 from __future__ import annotations
 
-from ..compiler.graph import Tensor
+from ..compiler.core.graph import Tensor
 
 
 def _binary(fn_name, reflected=False):

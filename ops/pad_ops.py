@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.graph import Tensor
-from ..compiler.ir_build import remap
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import remap
 from ..compiler.lowering import NotLowerable
-from ..compiler.shapes import as_shape, unknown_shape
+from ..compiler.core.shapes import as_shape, unknown_shape
 from . import lower_index as lx
 from .array_common import check_rank, index_tensor, runtime_error, static_ints
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor

@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Graph, Tensor, get_default_graph
-from ..compiler.shapes import TensorShape
+from ..compiler.core.graph import Graph, Tensor, get_default_graph
+from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_shape_from_tensor, static_value

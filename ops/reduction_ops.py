@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import (INDEX_TYPES, NUMERIC, REALS, check_dtype, graph_for, make_op,
                       to_tensor)
@@ -386,7 +386,7 @@ OP_DEFS = (SUM, MEAN, PROD, MAX, MIN, ANY, ALL, ARG_MAX, ARG_MIN)
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _attach_lowerings():
-    from ..compiler.ir import Combiner
+    from ..compiler.core.ir import Combiner
     from .lower_reduce import arg_lowering, lower_mean, reduction_lowering
 
     for op_def, combiner in ((SUM, Combiner.ADD), (PROD, Combiner.MUL), (MAX, Combiner.MAX),

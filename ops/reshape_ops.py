@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.ir_build import remap
+from ..compiler.core import ir
+from ..compiler.core.ir_build import remap
 from ..compiler.lowering import NotLowerable
 from . import lower_index as lx
 from .array_common import check_rank, describe_dims, index_tensor, runtime_error, static_ints

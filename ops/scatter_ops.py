@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler.graph import Tensor
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef
@@ -90,7 +90,7 @@ def _gradient(op, grad):
 
 def _lower(ctx, op, inputs):
     """Row scatter (indices of shape [k, 1]) as SCATTER; anything else stays a runtime op."""
-    from ..compiler import ir
+    from ..compiler.core import ir
     from ..compiler.lowering import NotLowerable
     from . import lower_index as lx
     from .gather_ops import _guarded, _index_check

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import TensorShape, unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import INDEX_TYPES, NUMERIC, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler import ir
+from ..compiler.core import ir
 from . import lower_index as lx
 from .lower_util import require_real
 from .builder import INDEX_TYPES, graph_for, make_op, to_tensor

@@ -21,11 +21,11 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler import ir
-from ..compiler.graph import Tensor
-from ..compiler.ir_build import remap
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import remap
 from ..compiler.lowering import NotLowerable
-from ..compiler.shapes import Dimension, TensorShape, unknown_shape
+from ..compiler.core.shapes import Dimension, TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import gather_ops
 from . import lower_index as lx

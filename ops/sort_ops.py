@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor
-from ..compiler.shapes import unknown_shape
+from ..compiler.core.graph import Tensor
+from ..compiler.core.shapes import unknown_shape
 from .builder import REALS, check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef
 
@@ -137,7 +137,7 @@ GRADIENTS = ((SORT, _sort_grad),)
 # --- lowerings to kernel IR --------------------------------------------------------------------
 def _lowering(routine_name: str):
     def lower(ctx, op, inputs):
-        from ..compiler import ir
+        from ..compiler.core import ir
         from ..compiler.lowering import NotLowerable
 
         (x,) = inputs

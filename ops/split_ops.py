@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.ir_build import remap
+from ..compiler.core import ir
+from ..compiler.core.ir_build import remap
 from ..compiler.lowering import NotLowerable
-from ..compiler.shapes import Dimension, unknown_shape
+from ..compiler.core.shapes import Dimension, unknown_shape
 from . import lower_index as lx
 from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,
                            static_ints)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler import ir
-from ..compiler.graph import Tensor
-from ..compiler.ir import Combiner
-from ..compiler.ir_build import reduce_axes, remap
+from ..compiler.core import ir
+from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Combiner
+from ..compiler.core.ir_build import reduce_axes, remap
 from ..compiler.lowering import NotLowerable
 from .builder import INDEX_TYPES, NUMERIC, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_shape_from_tensor

@@ -17,8 +17,8 @@ import threading
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Tensor, get_default_graph
-from ..compiler.shapes import as_shape
+from ..compiler.core.graph import Tensor, get_default_graph
+from ..compiler.core.shapes import as_shape
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .variables import Variable
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import GraphKeys, Tensor, get_default_graph
-from ..compiler.shapes import as_shape
+from ..compiler.core.graph import GraphKeys, Tensor, get_default_graph
+from ..compiler.core.shapes import as_shape
 from ..errors import InvalidArgumentError
 from .basic_ops import group, identity, no_op
 from .builder import make_op, to_tensor
@@ -359,7 +359,7 @@ def _check_shape(ctx, op, node, shape, what: str):
                            f"{shape.rank} variable (the reference kernel reports it)")
     for i, (size, want) in enumerate(zip(node.shape, shape.as_list())):
         if want is not None:
-            from ..compiler import ir
+            from ..compiler.core import ir
 
             ctx.check_equal(size, ir.index(want), f"{op.type} '{op.name}': {what} has size "
                                                    f"different from {want} in dimension {i}")

@@ -41,7 +41,7 @@ import struct
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import GraphKeys, Tensor, get_default_graph
+from ..compiler.core.graph import GraphKeys, Tensor, get_default_graph
 from ..gfile import write_atomically
 from ..errors import DataLossError, InvalidArgumentError, NotFoundError
 from ..ops.basic_ops import group, placeholder

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from ..compiler.node import Operation
+from ..compiler.core.node import Operation
 from ..errors import (DeadlineExceededError, InvalidArgumentError, OpError,
                       ResourceExhaustedError)
 from ..ops.registry import Trait

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.graph import Operation, Tensor
+from ..compiler.core.graph import Operation, Tensor
 
 
 class FetchStructure:

@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-from ..compiler.ir import NodeKind
+from ..compiler.core.ir import NodeKind
 from ..compiler.lowering import NotLowerable
 from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from ..compiler.pipeline import Stages, compile_cluster

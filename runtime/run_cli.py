@@ -147,7 +147,7 @@ def count_unseeded_random_ops(graph_def) -> int:
 def load_graph(path: str, seed: int | None = None):
     """(a new Graph holding the GraphDef in `path`, unseeded random ops left); UsageError."""
     import flowjit as tf
-    from flowjit.compiler.graph_def_codec import DecodeError
+    from flowjit.compiler.core.graph_def_codec import DecodeError
 
     try:
         with open(path, "rb") as f:

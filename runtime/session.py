@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..compiler.graph import Operation, Tensor, get_default_graph
+from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from . import clustering
 from .config import ConfigProto, NodeStats, TraceLevel, jit_options
 from .executor import build_plan, execute

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowjit as tf
-from flowjit.compiler import ir
+from flowjit.compiler.core import ir
 from flowjit.compiler.box_updates import box_of
-from flowjit.compiler.ir import Scalar
+from flowjit.compiler.core.ir import Scalar
 from flowjit.dtypes import bool_ as BOOL
 
 I0, I1 = ir.axis_var(0), ir.axis_var(1)

@@ -7,8 +7,8 @@ result against NumPy.  Shapes are few and fixed, so only a handful of kernels co
 import numpy as np
 
 import flowjit as tf
-from flowjit.compiler import ir
-from flowjit.compiler.ir import NodeKind, Scalar
+from flowjit.compiler.core import ir
+from flowjit.compiler.core.ir import NodeKind, Scalar
 
 
 def loop_nests(lowered) -> int:

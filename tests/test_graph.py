@@ -1,4 +1,4 @@
-"""The graph model (compiler/graph.py), static shapes (compiler/shapes.py) and dtypes.
+"""The graph model (compiler/core/graph.py), static shapes (compiler/core/shapes.py) and dtypes.
 
 Covers unique names and name scopes, lookups by name and their errors, collections,
 control dependencies, devices, creation sites, Tensor/Operation APIs, default graphs,
@@ -14,7 +14,7 @@ import pytest
 
 import flowjit as tf
 from source_lines import line_of
-from flowjit.compiler.shapes import broadcast_shape, scalar, unknown_shape
+from flowjit.compiler.core.shapes import broadcast_shape, scalar, unknown_shape
 
 
 def _line_of(marker: str) -> int:

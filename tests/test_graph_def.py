@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import flowjit as tf
 from flowjit import errors, gfile, train
-from flowjit.compiler.graph_def import (GraphDef, NodeDef, import_graph_def, node_def_for,
+from flowjit.compiler.core.graph_def import (GraphDef, NodeDef, import_graph_def, node_def_for,
                                         parse_text)
-from flowjit.compiler.graph_def_codec import MAGIC, DecodeError
-from flowjit.compiler.shapes import TensorShape
+from flowjit.compiler.core.graph_def_codec import MAGIC, DecodeError
+from flowjit.compiler.core.shapes import TensorShape
 from samples import all_samples
 
 SAMPLES = all_samples()
@@ -460,7 +460,7 @@ train.write_graph(tf.get_default_graph().as_graph_def(), sys.argv[1], "g.pb", as
 _READER = """
 import sys, pickle, numpy as np, flowjit as tf
 from flowjit import gfile
-from flowjit.compiler.graph_def import GraphDef, import_graph_def
+from flowjit.compiler.core.graph_def import GraphDef, import_graph_def
 results = {}
 for name in ("g.pbtxt", "g.pb"):
     with tf.Graph().as_default() as g:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.compiler import ir
+from flowjit.compiler.core import ir
 from flowjit.targets.cpu import cache
 
 WORKER = textwrap.dedent("""

@@ -2,7 +2,7 @@
 against NumPy itself under `flowjit.jit(fallback=False)` (so a graph break fails the test):
 
 - a slice of length 1 taken from a runtime-size axis (`x[:, :1]`, `x[:, -1:]`, `x[:1]`)
-  broadcasts against the full axis (compiler/unit_dims.py), and still refuses a mismatch;
+  broadcasts against the full axis (compiler/core/unit_dims.py), and still refuses a mismatch;
 - `np.diag` of a vector has zeros off the diagonal;
 - `np.matmul` and the ufunc `.reduce` methods trace;
 - `np.cumsum`/`np.cumprod` trace (with exact sizes);

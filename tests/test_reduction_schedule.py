@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.compiler.ir import NodeKind
+from flowjit.compiler.core.ir import NodeKind
 from flowjit.compiler.schedule import is_column_reduction
 
 RNG = np.random.default_rng(7)

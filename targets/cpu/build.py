@@ -35,7 +35,7 @@ import linecache
 import logging
 import threading
 
-from ...compiler.ir import Program
+from ...compiler.core.ir import Program
 from . import cache, native   # native now, not at the first hit: code and key must agree
 from .blas_threads import single_threaded_blas
 from .matmul_code import gemm_mode, split_blocks

@@ -39,7 +39,7 @@ import uuid
 
 import numpy as np
 
-from ...compiler.ir import Node, Program
+from ...compiler.core.ir import Node, Program
 
 log = logging.getLogger("flowjit.cache")
 

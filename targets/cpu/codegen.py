@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compiler import ir
-from ...compiler.ir import NodeKind, Scalar
+from ...compiler.core import ir
+from ...compiler.core.ir import NodeKind, Scalar
 from ...compiler.schedule import Schedule, resolve
 from . import (library_code, matmul_code, parallel_budget, reduce_nests, row_jam, scalar_code,
                scatter_code, vector_width)

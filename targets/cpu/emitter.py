@@ -9,7 +9,7 @@ generator (`load_text`), with unsigned indices where a nest asks for them
 
 from __future__ import annotations
 
-from ...compiler.ir import Scalar
+from ...compiler.core.ir import Scalar
 from . import scalar_code
 
 

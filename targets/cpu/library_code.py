@@ -17,7 +17,7 @@ right-hand sides) for the linear-algebra routines.  The output buffer is C-conti
 
 from __future__ import annotations
 
-from ...compiler.ir import Routine
+from ...compiler.core.ir import Routine
 
 _LINALG = {Routine.INV: "np.linalg.inv", Routine.DET: "np.linalg.det",
            Routine.SOLVE: "np.linalg.solve", Routine.CHOLESKY: "np.linalg.cholesky"}

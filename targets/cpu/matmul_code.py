@@ -32,7 +32,7 @@ import os
 
 import numpy as np
 
-from ...compiler import ir
+from ...compiler.core import ir
 from .gemm_tiles import narrow_columns
 from .gram_code import gram_lines, is_gram
 

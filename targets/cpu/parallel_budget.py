@@ -10,7 +10,7 @@ products of an unrolled power iteration on one thread after the fourth.
 
 from __future__ import annotations
 
-from ...compiler import ir
+from ...compiler.core import ir
 
 MAX_PARALLEL_NESTS = 8       # the loop nests with the most work get a prange region
 GUESSED_SIZE = 1000          # a run-time size, when ranking loop nests by their work

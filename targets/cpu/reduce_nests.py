@@ -15,9 +15,9 @@ functions take the `codegen.Generator` (`gen`) whose kernel they are part of.
 
 from __future__ import annotations
 
-from ...compiler import ir
-from ...compiler.ir import Combiner, NodeKind, Scalar
-from ...compiler.ir_build import identity_value
+from ...compiler.core import ir
+from ...compiler.core.ir import Combiner, NodeKind, Scalar
+from ...compiler.core.ir_build import identity_value
 from ...compiler.schedule import is_column_reduction
 from . import scalar_code
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-from ...compiler.ir import NodeKind
+from ...compiler.core.ir import NodeKind
 
 JAM = 4   # rows per pass of the reduction loop
 # an assignment's targets: `v = ...`, `a, b = ...`, `acc += ...`

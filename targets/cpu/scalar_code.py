@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ...compiler.ir import Combiner, Scalar
+from ...compiler.core.ir import Combiner, Scalar
 from .gemm import (gemm_epilogue, gemm_parallel, gram_product, gram_product_t,  # noqa: F401
                    matmul_into)
 from .gram_blas import gram_rows  # noqa: F401 - called by generated code
@@ -203,7 +203,7 @@ def render(op: Scalar, dtype, args, arg_dtypes, helpers=None) -> str:
 def reduce_init(comb: Combiner, acc: str, dtype, gen) -> list:
     if comb in (Combiner.ARGMAX, Combiner.ARGMIN):
         return [f"{acc} = {gen.constant(0, dtype)}", f"{acc}_i = 0", f"{acc}_first = True"]
-    from ...compiler.ir_build import identity_value
+    from ...compiler.core.ir_build import identity_value
 
     return [f"{acc} = {gen.constant(identity_value(comb, dtype), dtype)}"]
 

@@ -1,6 +1,6 @@
 """The byte and text formats of a serialized GraphDef, and the encoding of attr values.
 
-This module owns the on-disk representation only; `compiler/graph_def.py` owns the
+This module owns the on-disk representation only; `compiler/core/graph_def.py` owns the
 `GraphDef`/`NodeDef` objects and importing.  Both forms hold the same JSON *document*:
 
     {"format": "flowjit.GraphDef", "version": 1,
@@ -54,8 +54,8 @@ import zlib
 
 import numpy as np
 
-from .. import dtypes as _dtypes
-from ..errors import DataLossError
+from ... import dtypes as _dtypes
+from ...errors import DataLossError
 from .shapes import TensorShape
 
 MAGIC = b"FJGRAPH\0"

@@ -19,7 +19,7 @@ def call(op: Scalar, dtype, *args: Expr) -> Expr:
 
 
 def cast(e: Expr, dtype) -> Expr:
-    from .. import dtypes as _dtypes
+    from ... import dtypes as _dtypes
 
     dtype = _dtypes.as_dtype(dtype)
     return e if e.dtype is dtype else ir.make(Scalar.CAST, dtype, (e,))

@@ -13,14 +13,15 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from .. import dtypes as _dtypes
-from ..errors import describe_op
+from ... import dtypes as _dtypes
+from ...errors import describe_op
 from .shapes import TensorShape, as_shape
 
 if TYPE_CHECKING:
     from .graph import Graph
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# this file is flowjit/compiler/core/node.py: three levels below the package directory
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _LIBRARY_PARTS = ("compiler", "ops", "runtime", "targets", "__init__.py", "dtypes.py",
                   "errors.py")
@@ -124,7 +125,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in `session` (default: the default session) and return its value."""
-        from ..runtime.session import _session_for  # runtime sits above compiler
+        from ...runtime.session import _session_for  # runtime sits above compiler
 
         return _session_for(session, self.graph).run(self, feed_dict)
 
@@ -238,7 +239,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Run this op in `session` (default: the default session)."""
-        from ..runtime.session import _session_for
+        from ...runtime.session import _session_for
 
         _session_for(session, self._graph).run(self, feed_dict)
 

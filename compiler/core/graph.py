@@ -18,8 +18,8 @@ import contextlib
 import re
 import threading
 
-from .. import dtypes as _dtypes
-from ..errors import describe_op
+from ... import dtypes as _dtypes
+from ...errors import describe_op
 from .node import Operation, Tensor, _as_operation, _user_frames
 from .shapes import as_shape
 
@@ -298,7 +298,7 @@ class Graph:
         return {"producer": FORMAT_VERSION}
 
     def as_graph_def(self, from_version=None, add_shapes=False):
-        """Serialize this graph to a `GraphDef` (see compiler/graph_def.py)."""
+        """Serialize this graph to a `GraphDef` (see compiler/core/graph_def.py)."""
         from .graph_def import graph_to_graph_def
 
         return graph_to_graph_def(self, add_shapes=add_shapes)

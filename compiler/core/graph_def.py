@@ -6,7 +6,7 @@ TensorFlow's spelling: "op" for output 0, "op:i" for output i, "^op" for a contr
 (control inputs last).  Attrs hold the Python values the op definitions use (DType,
 TensorShape, read-only NumPy arrays, ...).  `SerializeToString`/`ParseFromString` use the
 binary form and `str()`/`FromText` the text form; both are defined in
-`compiler/graph_def_codec.py`, and `ParseFromString` accepts either.
+`compiler/core/graph_def_codec.py`, and `ParseFromString` accepts either.
 
 `import_graph_def` rebuilds a GraphDef in a graph through `Graph.create_op`, in dependency
 order, so every imported op runs its op definition's inference exactly as if built by hand.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 
-from ..errors import NotFoundError
+from ...errors import NotFoundError
 from . import graph_def_codec as _codec
 from .graph import _VALID_NAME, Graph, Operation, Tensor, get_default_graph
 from .graph_def_codec import FORMAT_VERSION, DecodeError
@@ -241,7 +241,7 @@ def _dependency_order(nodes: list, by_name: dict) -> list:
 
 
 def _prepare_input_map(input_map, graph: Graph, by_name: dict) -> dict:
-    from ..ops.conversion import convert_to_tensor  # only for non-Tensor values
+    from ...ops.conversion import convert_to_tensor  # only for non-Tensor values
 
     out = {}
     for key, value in (input_map or {}).items():
@@ -292,7 +292,7 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
     ignored, as in TensorFlow.  Raises ValueError for an invalid GraphDef, NotFoundError
     for an op type flowjit does not know.
     """
-    from ..ops import registry  # a leaf module: the op table
+    from ...ops import registry  # a leaf module: the op table
 
     if not isinstance(graph_def, GraphDef):
         raise TypeError(f"graph_def must be a GraphDef, got {type(graph_def).__name__}.")

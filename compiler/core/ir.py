@@ -27,7 +27,7 @@ import enum
 import itertools
 import weakref
 
-from .. import dtypes as _dtypes
+from ... import dtypes as _dtypes
 
 
 class Scalar(enum.Enum):
