@@ -30,6 +30,8 @@ must pay for itself (the "ski rental" rule of tiered JITs):
   1): new batch sizes reuse the kernel.  Kernels (and run counts) are shared by every session
   and plan of a graph that contain the same cluster with the same boundary; the compiler's
   own in-memory and on-disk caches make an identical cluster cheap in a new process;
+- `JitOptions.always()` (`FLOWJIT_JIT=always`) compiles every cluster, even of one op, before
+  its first run: the tests' policy, so compiled kernels are what they compare;
 - an op the compiler cannot lower (`NotLowerable`) makes that cluster signature run with the
   reference kernels for good (logged once on the `flowjit.jit` logger).
 The option lives in runtime/config.py (`ConfigProto(jit=...)`, `global_jit_level`,
@@ -163,6 +165,7 @@ class ClusterStep:
         if entry is not None:
             outs = self._call(entry, arrays, key, values, state, deadline)
             if outs is not None:
+                self.kernels.compiled_runs += 1
                 if executor.CHECK_OUTPUTS:
                     for t, v in zip(self.outputs, outs):
                         executor.check_output(t.op, t, v)
@@ -264,6 +267,7 @@ class _Kernels:
         self.seconds: collections.Counter = collections.Counter()   # ... -> reference time
         self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
         self.compile_count = 0
+        self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
 
     def entry(self, step: ClusterStep, arrays, key):
         """The compiled kernel for these inputs, or None to run the reference kernels."""

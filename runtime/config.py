@@ -7,7 +7,10 @@ Auto-clustering (runtime/clustering.py) is switched by, in order of precedence:
 `ConfigProto(jit=False | True | JitOptions(...))`; TensorFlow's spelling
 `ConfigProto(graph_options=GraphOptions(optimizer_options=OptimizerOptions(
 global_jit_level=OptimizerOptions.OFF | ON_1 | ON_2)))` (DEFAULT defers); the environment
-variable `FLOWJIT_JIT=0|1`; and otherwise it is on.  `jit_options(config)` resolves them.
+variable `FLOWJIT_JIT=0|1|always`; and otherwise it is on.  `jit_options(config)` resolves
+them.  "always" (`ConfigProto(jit="always")`, `JitOptions.always()`) is the compile-always
+policy: every lowerable cluster, even a single op, is compiled before its first run, with no
+reference-kernel tier first (the tests use it so compiled kernels really run).
 """
 
 from __future__ import annotations
@@ -74,14 +77,23 @@ class JitOptions:
     min_ops: int = 2
     max_ops: int = 0
 
+    @classmethod
+    def always(cls, **kwargs) -> "JitOptions":
+        """The compile-always policy: every lowerable cluster compiled before its first run."""
+        return cls(compile_after_runs=0, compile_after_seconds=0.0, min_ops=1, **kwargs)
+
+
+ALWAYS = "always"  # FLOWJIT_JIT / ConfigProto(jit=...) value for JitOptions.always()
+
 
 class ConfigProto:
     """Session configuration.
 
     inter_op_parallelism_threads: threads that run independent ops concurrently (0: one
     per CPU core; 1: run ops one after another in the calling thread).
-    graph_options.optimizer_options.global_jit_level and `jit` (flowjit's own: a bool or a
-    JitOptions) switch auto-clustering; see the module docstring for precedence.
+    graph_options.optimizer_options.global_jit_level and `jit` (flowjit's own: a bool, a
+    JitOptions, or "always" for JitOptions.always()) switch auto-clustering; see the module
+    docstring for precedence.
     Other TensorFlow fields (log_device_placement, allow_soft_placement, gpu_options,
     device_count, intra_op_parallelism_threads) are accepted and currently ignored.
     """
@@ -106,12 +118,16 @@ def jit_options(config: ConfigProto) -> JitOptions:
     jit = config.jit
     if isinstance(jit, JitOptions):
         return jit
+    if isinstance(jit, str) and jit.strip().lower() == ALWAYS:
+        return JitOptions.always()
     if jit is not None:
         return JitOptions(enabled=bool(jit))
     level = config.graph_options.optimizer_options.global_jit_level
     if level != OptimizerOptions.DEFAULT:
         return JitOptions(enabled=level > 0)
     env = os.environ.get("FLOWJIT_JIT", "").strip().lower()
+    if env == ALWAYS:
+        return JitOptions.always()
     if env:
         return JitOptions(enabled=env not in ("0", "false", "off", "no"))
     return JitOptions()

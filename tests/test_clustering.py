@@ -29,7 +29,7 @@ from flowjit.runtime.clustering import ClusterStep
 from flowjit.runtime.config import jit_options
 from samples import all_samples
 
-FORCE = tf.JitOptions(compile_after_runs=0, compile_after_seconds=0, min_ops=1)
+FORCE = tf.JitOptions(compile_after_runs=0, compile_after_seconds=0, min_ops=1)  # = always()
 OFF = tf.ConfigProto(jit=False)
 
 
@@ -308,6 +308,23 @@ def test_the_option_and_its_spellings(monkeypatch):
     with tf.Session(config=on_1) as sess:
         sess.run(y, {x: np.ones(2, np.float32)})
         assert len(cluster_steps(sess)) == 1
+
+
+def test_compile_always_compiles_every_cluster_before_its_first_run(monkeypatch):
+    assert tf.JitOptions.always() == FORCE
+    assert jit_options(tf.ConfigProto(jit="always")) == FORCE
+    monkeypatch.setenv("FLOWJIT_JIT", "always")
+    assert jit_options(tf.ConfigProto()) == FORCE
+    assert not jit_options(tf.ConfigProto(jit=False)).enabled  # explicit settings still win
+    monkeypatch.setenv("FLOWJIT_JIT", "1")
+    assert jit_options(tf.ConfigProto()) == tf.JitOptions()
+    monkeypatch.setenv("FLOWJIT_JIT", "always")
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.exp(x)                     # one op: a cluster under this policy only
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: np.zeros(3, np.float32)}), np.ones(3))
+        [step] = cluster_steps(sess)
+    assert step.kernels.compile_count == 1 and step.kernels.compiled_runs == 1
 
 
 def test_uncompilable_cluster_runs_reference_kernels_and_logs_once(caplog):
