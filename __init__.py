@@ -44,6 +44,7 @@ from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
 from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, OptimizerOptions,
                              RunMetadata, RunOptions)
 from .runtime.jit import jit
+from .runtime.process_tuning import process_tuned, tune_process
 from .runtime.autodiff_api import grad, value_and_grad
 from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
@@ -114,6 +115,9 @@ initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.
     "truncated_normal": truncated_normal_initializer,
     "glorot_uniform": glorot_uniform_initializer, "glorot_normal": glorot_normal_initializer,
     "variance_scaling": variance_scaling_initializer})
+config = _namespace("config", "flowjit's process settings: `tune_process()` opts in to its "
+                    "process-wide tuning (runtime/process_tuning.py).",
+                    _pick("tune_process", "process_tuned"))
 compat = _namespace("compat", "`flowjit.compat.v1` is flowjit itself (TF 1.x names).", {})
 compat.v1 = __import__("sys").modules[__name__]
 __import__("sys").modules[f"{__name__}.compat.v1"] = compat.v1

@@ -25,8 +25,18 @@ Method (the project's benchmarking rules; measuring in `benchmarks/timing.py`):
   thread) before any import, restricted by CPU affinity to that many CPUs; torch and TF get
   it through their threading APIs too.
 
+Process tuning (runtime/process_tuning.py): flowjit changes no process-wide state by
+default, and `flowjit.config.tune_process()` opts in to pinning its OpenMP workers, bounding
+libgomp's and OpenBLAS's spin and running scipy's BLAS on one thread inside kernels.  The
+report shows both, so the cost of the default is known: `--tuning both` (the default)
+measures everything with the default settings, then NumPy and flowjit again in a fresh
+process that opted in (W7 is not repeated), and ends with a table of flowjit's ratio to
+NumPy under each; `--tuning default` or `--tuning tuned` measures one setting.  Each
+report's header names its setting.
+
 Run: `python -m flowjit bench compiler [--quick] [--workloads W1,W2] [--peers numba,jax]
-[--threads N] [--repeats N] [--json PATH]` (or `python -m flowjit.benchmarks.compiler_workloads`).
+[--threads N] [--repeats N] [--json PATH]` (or `python -m flowjit.benchmarks.compiler_workloads`,
+which also takes `--tuning both|default|tuned`).
 """
 
 from __future__ import annotations
@@ -42,8 +52,10 @@ import statistics
 import sys
 import time
 
+from ..runtime.process_tuning import tune_process
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
+from .tuning import TUNING_TEXT, print_tuning_summary, run_tuned, tuning_setting
 from .timing import (BUSY_ELSEWHERE_LIMIT, add_timing_arguments, measure, pin_threads,
                      print_row_notes, rerun_in_child, thread_env, blas_cores)
 from .workloads import (DEFAULT, QUICK, SGEMM_FLOPS, WORKLOADS, Case, build_cases,
@@ -245,12 +257,14 @@ def run(workloads=WORKLOADS, peers=PEER_KEYS, sizes=DEFAULT, repeats: int = 7,
         except Exception as exc:  # noqa: BLE001 - reported in the header
             unavailable[peer.key] = describe(exc)
     versions = {s.key: _version(s.key) for s in systems}
+    tuning = tuning_setting()
     meta = dict(python=platform.python_version(), cpus=os.cpu_count(), threads=threads,
                 repeats=repeats, target_seconds=target_seconds, versions=versions,
-                unavailable_peers=unavailable)
+                unavailable_peers=unavailable, process_tuning=tuning)
     print(f"flowjit compiler benchmark; {os.cpu_count()} CPUs, {threads} thread(s) for every "
           f"system; {repeats} interleaved repetitions of ~{target_seconds:g} s batches",
           file=out)
+    print("process tuning: " + TUNING_TEXT[tuning], file=out)
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), file=out)
     print(f"OpenBLAS kernels: {blas_cores()}", file=out)
     for key, reason in unavailable.items():
@@ -312,6 +326,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     add_timing_arguments(parser)
+    parser.add_argument("--tuning", choices=("both", "default", "tuned"), default="both",
+                        help="flowjit's process tuning: measure the default settings, then "
+                        "NumPy and flowjit again with tune_process() (both), or one of them")
     args = parser.parse_args(argv)
     workloads = _parse_list(args.workloads, WORKLOADS, "workload")
     peers = _parse_list(args.peers, PEER_KEYS + ("numpy", "flowjit"), "peer")
@@ -320,9 +337,19 @@ def main(argv=None) -> int:
     if status is not None:
         return status
     pin_threads(args.threads)
+    if args.tuning == "tuned":
+        tune_process()   # before any kernel or peer starts a thread pool
+    elif tuning_setting() == "tuned":
+        raise SystemExit("FLOWJIT_TUNE_PROCESS is set: the default settings cannot be "
+                         "measured in this process (unset it, or pass --tuning tuned)")
     repeats = args.repeats or (3 if args.quick else 7)
     result = run(workloads, peers, QUICK if args.quick else DEFAULT, repeats,
                  args.target_seconds, args.threads)
+    if args.tuning == "both":
+        tuned = run_tuned(args, [w for w in workloads if w in STEADY], sys.stdout)
+        if tuned is not None:
+            result["tuned"] = tuned
+            print_tuning_summary(result["rows"], tuned["rows"], sys.stdout)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=float)

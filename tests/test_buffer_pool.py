@@ -4,10 +4,17 @@
 recycled through the pool once freed and never while any reference is alive, the pool's cap
 must hold, concurrent callers must each get their own buffers, and large buffers must be
 backed by transparent huge pages where Linux offers them. (The fresh-process path, cached
-object code calling the pool without numba, is tested in test_kernel_cache.py.)
+object code calling the pool without numba, is tested in test_kernel_cache.py.) With a numba
+outside the versions the pool and native.py were written for, both are off: kernels allocate
+plainly and are called through numba's dispatcher, after one log line.
 """
 
+import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -62,6 +69,7 @@ def _double(x):
 @pytest.fixture
 def pool_limit():
     old = buffer_pool.stats()["limit_bytes"]
+    buffer_pool.clear()   # blocks kept by earlier tests would be better fits than this test's
     yield buffer_pool.configure
     buffer_pool.configure(old)
 
@@ -152,3 +160,44 @@ def test_large_buffers_get_huge_pages_where_linux_offers_them(pool_limit):
     buf = _filled(((64 << 20) // 4,), np.float32(0), np.float32)
     assert _anon_huge_kb() - before >= 2048, "a 64 MB kernel buffer got no huge page"
     del buf
+
+
+def test_the_pool_is_on_for_the_versions_it_was_written_for():
+    assert buffer_pool.private_layouts() == {"native": True, "pool": True}
+    assert buffer_pool.pool_enabled()
+
+
+OTHER_NUMBA = textwrap.dedent("""
+    import json, logging
+    import numpy as np
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("flowjit").addHandler(handler)
+    import flowjit
+    from flowjit.targets.cpu import buffer_pool, native
+    buffer_pool.NUMBA_VERSIONS = ((0, 1), (0, 2))   # as if numba were another version
+    f = flowjit.jit(lambda x: x * 2.0)
+    x = np.arange(BIG, dtype=np.float32)
+    ok = all(np.array_equal(f(x + k), (x + k) * 2.0) for k in range(3))
+    flowjit.wait_for_cache_writes()
+    kernel = f.lower(x).entry.cluster.kernel
+    lines = [r.getMessage() for r in records if "outside the versions" in r.getMessage()]
+    print("RESULT " + json.dumps({
+        "ok": ok, "lines": lines, "support": buffer_pool.private_layouts(),
+        "stats": buffer_pool.stats(), "kernel": type(kernel).__name__}))
+""")
+
+
+def test_another_numba_turns_the_pool_and_the_native_loader_off(tmp_path):
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", OTHER_NUMBA.replace("BIG", str(BIG))],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    result = json.loads(line[len("RESULT "):])
+    assert result["ok"]
+    assert result["support"] == {"native": False, "pool": False}
+    assert len(result["lines"]) == 1 and "numba 0.1-0.1" in result["lines"][0]
+    assert result["stats"]["hits"] == result["stats"]["misses"] == 0
+    assert result["kernel"] == "PlainKernel"   # numba's dispatcher serves the calls

@@ -139,6 +139,12 @@ def test_cli_runs_the_compiler_benchmark_in_a_child_and_writes_json(tmp_path):
     assert flowjit_row["status"] in ("ok", "unavailable"), flowjit_row
     assert (flowjit_row["median_s"] is None) == (flowjit_row["status"] != "ok")
     assert result["compile"] == []
+    # both settings: the default, then NumPy and flowjit again with process tuning
+    assert result["meta"]["process_tuning"] == "default"
+    assert result["tuned"]["meta"]["process_tuning"] == "tuned"
+    assert [r["variant"] for r in result["tuned"]["rows"]] == ["numpy", "flowjit.jit"]
+    assert "process tuning: default" in proc.stdout and "process tuning: tuned" in proc.stdout
+    assert "Process tuning: flowjit.jit time / NumPy's time" in proc.stdout
 
 
 def test_unknown_workload_or_peer_is_rejected():

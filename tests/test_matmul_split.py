@@ -3,11 +3,15 @@ scipy's BLAS on one thread while a kernel runs (targets/cpu/blas_threads.py).
 
 Every transpose combination, with generic sizes (decided at run time) and exact sizes
 (decided at generation), above and below the split threshold, equals NumPy's product; the
-generated source shows which split was chosen; the BLAS thread count comes back
-after a burst of calls.  One jitted function holds all four transpose forms, so few kernels compile.
+generated source shows which split was chosen; with process tuning opted in, the BLAS
+thread count comes back after a burst of calls (by default it is never changed).  One
+jitted function holds all four transpose forms, so few kernels compile.
 """
 
-import time
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -77,29 +81,61 @@ def test_generated_source_splits_rows_and_reductions():
     assert "prange(" not in small and "np.dot(" in small  # exact, small and narrow: one BLAS call
 
 
-def test_blas_threads_come_back_after_a_burst_of_calls(monkeypatch):
+_BURST = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, TESTS)
+    import numpy as np
+    import flowjit
+    from flowjit.targets.cpu import blas_threads
+    import test_matmul_split as t
+
+    assert flowjit.config.process_tuned()
     functions = blas_threads._blas_thread_functions()
     if functions is None:
-        pytest.skip("scipy's BLAS is not an OpenBLAS exporting its thread functions")
+        print("SKIP scipy's BLAS is not an OpenBLAS threadpoolctl controls")
+        sys.exit(0)
     get, put = functions
     blas_threads.restore_now()
-    before = get()
     put(2)   # a count the kernel must leave alone once the burst is over
-    try:
-        monkeypatch.setattr(blas_threads, "RESTORE_DELAY_S", 0.2)
-        operands = _operands(300, 200, 100, np.float32)
-        _check(products_generic(*operands), operands, np.float32)
-        assert get() == 1            # still one thread right after the call: no spinning wake-up
-        _check(products_generic(*operands), operands, np.float32)
-        deadline = time.monotonic() + 10
-        while get() != 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert get() == 2            # the daemon restored it once the kernels went quiet
-        _check(products_generic(*operands), operands, np.float32)
-        blas_threads.restore_now()   # and a benchmark can ask for it at once
-        assert get() == 2
-    finally:
-        put(max(1, before))
+    blas_threads.RESTORE_DELAY_S = 0.2
+    operands = t._operands(300, 200, 100, np.float32)
+    t._check(t.products_generic(*operands), operands, np.float32)
+    assert get() == 1            # still one thread right after the call: no spinning wake-up
+    t._check(t.products_generic(*operands), operands, np.float32)
+    deadline = time.monotonic() + 10
+    while get() != 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert get() == 2            # the daemon restored it once the kernels went quiet
+    t._check(t.products_generic(*operands), operands, np.float32)
+    blas_threads.restore_now()   # and a benchmark can ask for it at once
+    assert get() == 2
+    print("OK")
+""")
+
+
+def test_blas_threads_come_back_after_a_burst_of_calls_when_tuned(tmp_path):
+    """With process tuning opted in (a fresh process: FLOWJIT_TUNE_PROCESS=1), kernels run
+    scipy's BLAS on one thread, and the count comes back after the last call."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, FLOWJIT_TUNE_PROCESS="1", FLOWJIT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _BURST.replace("TESTS", repr(tests))],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    if out.stdout.startswith("SKIP"):
+        pytest.skip(out.stdout[5:].strip())
+    assert out.stdout.strip().endswith("OK")
+
+
+def test_blas_threads_are_left_alone_by_default():
+    functions = blas_threads._blas_thread_functions()
+    if functions is None:
+        pytest.skip("scipy's BLAS is not an OpenBLAS threadpoolctl controls")
+    before = functions[0]()
+    operands = _operands(300, 200, 100, np.float32)
+    _check(products_generic(*operands), operands, np.float32)
+    assert functions[0]() == before
+    kernel = object()
+    assert blas_threads.single_threaded_blas(kernel, "np.dot(a, b)  # prange(") is kernel
 
 
 def _grams(a, b):

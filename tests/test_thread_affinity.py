@@ -1,4 +1,5 @@
-"""The omp threading layer's workers are pinned to one CPU each; the caller's thread is not.
+"""With process tuning opted in, the omp layer's workers are pinned to one CPU each; the
+caller's thread is not.  By default nothing is pinned.
 
 Each case runs in a fresh process (pinning happens once per process, when the first
 parallel kernel starts the thread pool) and reports every thread's CPU mask.
@@ -43,7 +44,8 @@ needs_cpus = pytest.mark.skipif(
 
 
 def run_worker(**env_changes) -> dict:
-    env = dict(os.environ, **env_changes)
+    """The WORKER's report, run with FLOWJIT_TUNE_PROCESS=1 unless `env_changes` says."""
+    env = dict(os.environ, **{"FLOWJIT_TUNE_PROCESS": "1", **env_changes})
     for var in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_PLACES", "GOMP_SPINCOUNT"):
         if var not in env_changes:
             env.pop(var, None)
@@ -76,12 +78,14 @@ def test_a_spin_count_of_the_users_is_kept():
 
 
 @needs_cpus
-@pytest.mark.parametrize("env", [{"FLOWJIT_PIN_THREADS": "0"}, {"OMP_PROC_BIND": "false"}])
-def test_pinning_can_be_turned_off(env):
+@pytest.mark.parametrize("env", [{"FLOWJIT_TUNE_PROCESS": "0"}, {"OMP_PROC_BIND": "false"}])
+def test_nothing_is_pinned_by_default_or_when_the_user_binds(env):
     result = run_worker(NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2", **env)
     assert result["ok"]
     assert result["pinned"] == {}
     assert all(mask == result["before"] for mask in result["masks"].values())
+    if env.get("FLOWJIT_TUNE_PROCESS") == "0":
+        assert result["spin"] is None      # nor is libgomp's spin-wait set
 
 
 @needs_cpus
@@ -101,3 +105,33 @@ def test_workers_are_pinned_when_kernels_run_through_numba_too():
     assert result["ok"]
     assert set(result["pinned"]) == {"1"} and result["main"] == result["before"]
     assert result["spin"] == thread_affinity.SPIN_COUNT
+
+
+LATE = textwrap.dedent("""
+    import json, os
+    import numpy as np
+    import flowjit
+
+    f = flowjit.jit(lambda x: np.tanh(x) * 2.0 + 1.0)
+    x = np.linspace(-3, 3, 1_000_003).astype(np.float32)
+    f(x)                                   # the pool starts untuned
+    from flowjit.targets.cpu import thread_affinity
+    untuned = thread_affinity.pinned_workers()
+    report = flowjit.config.tune_process()
+    print("RESULT " + json.dumps({"untuned": untuned, "report": report["pinned"],
+                                  "pinned": thread_affinity.pinned_workers()}))
+""")
+
+
+@needs_cpus
+def test_a_late_opt_in_pins_the_pool_already_running():
+    env = dict(os.environ, NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2")
+    for var in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_PLACES", "FLOWJIT_TUNE_PROCESS"):
+        env.pop(var, None)
+    out = subprocess.run([sys.executable, "-c", LATE], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    result = json.loads(line[len("RESULT "):])
+    assert result["untuned"] == {}
+    assert set(result["pinned"]) == {"1"} and result["report"] == result["pinned"]

@@ -6,8 +6,16 @@ while after each call, taking the cores from the kernel's own `prange` loops tha
 matmul).  Kernels therefore split large products themselves (matmul_code.py) and call BLAS
 on one thread: `single_threaded_blas(kernel)` wraps a kernel that calls BLAS so that
 scipy's OpenBLAS is set to one thread while it runs.  NumPy's own BLAS is another library
-and is not touched.  Without a scipy OpenBLAS that exports the thread-count functions
-(another BLAS vendor) kernels are returned unwrapped.
+and is not touched.  The thread count is read and set through threadpoolctl (the supported
+interface to BLAS thread pools), never by calling into the library directly; without a
+scipy OpenBLAS that threadpoolctl can control, kernels are returned unwrapped.
+
+Changing a library's thread count is process-wide tuning, so kernels are wrapped only once
+the user opted in (`flowjit.config.tune_process()` or FLOWJIT_TUNE_PROCESS=1;
+thread_affinity.tuning_enabled(); docs/architecture.md, "Manners in the user's process"):
+by default scipy's BLAS keeps the user's thread count throughout.  flowjit does not keep
+threadpoolctl's "controlling thread" after a change, and while the user's own
+`threadpool_limits` holds it, threadpoolctl leaves flowjit's changes undone.
 
 The user's thread count comes back RESTORE_DELAY_S after the last such kernel returns, from
 a daemon thread, not at each return: raising OpenBLAS's thread count wakes its workers,
@@ -20,11 +28,11 @@ once (benchmarks call it before timing anything else).  A forked child restores 
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import threading
 import time
+
+from . import thread_affinity
 
 RESTORE_DELAY_S = 0.5
 
@@ -37,30 +45,40 @@ _functions: list = []   # [(get, set)] once looked up; empty list entry None = u
 
 
 def _blas_thread_functions():
-    """(get_num_threads, set_num_threads) of scipy's bundled OpenBLAS, or None."""
+    """(get_num_threads, set_num_threads) of scipy's bundled OpenBLAS through threadpoolctl,
+    or None where threadpoolctl finds none."""
     if _functions:
         return _functions[0]
     found = None
     try:
         import scipy
         import scipy.linalg.cython_blas  # noqa: F401 - loads the library numba calls
+        from threadpoolctl import ThreadpoolController
 
-        folder = os.path.dirname(scipy.__file__) + ".libs"
-        for path in sorted(glob.glob(os.path.join(folder, "libscipy_openblas*.so*"))):
-            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_LOCAL)
-            get = getattr(lib, "scipy_openblas_get_num_threads", None)
-            put = getattr(lib, "scipy_openblas_set_num_threads", None)
-            if get is not None and put is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                put.restype, put.argtypes = None, [ctypes.c_int]
-                found = (get, put)
+        folder = os.path.realpath(os.path.dirname(scipy.__file__) + ".libs") + os.sep
+        for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
+            if os.path.realpath(lib.filepath).startswith(folder):
+                found = (lib.get_num_threads, _setter(lib))
                 break
         from .openblas_spin import bound_openblas_spinning
-        bound_openblas_spinning()   # scipy's OpenBLAS may have loaded just now
+        bound_openblas_spinning()   # scipy's OpenBLAS may have loaded just now (if tuned)
     except (ImportError, OSError):
         found = None
     _functions.append(found)
     return found
+
+
+def _setter(lib):
+    """set_num_threads of threadpoolctl's controller `lib`, giving up the "controlling
+    thread" that threadpoolctl >= 3.6 gives the first thread to set a count, so that the
+    user's own `threadpool_limits` in another thread keeps working."""
+    release = getattr(type(lib), "clear_controlling_thread", None)
+
+    def put(count: int) -> None:
+        lib.set_num_threads(count)
+        if release is not None:
+            release()
+    return put
 
 
 def _enter(functions):
@@ -164,9 +182,12 @@ class _SingleThreadedBlas:
 
 
 def single_threaded_blas(kernel, source: str):
-    """`kernel`, wrapped to run scipy's BLAS on one thread if its `source` calls BLAS and
-    has parallel loops (the two pools only fight when both are there; a kernel of small
-    static sizes has no `prange` and is called without the ~1 us wrapper)."""
+    """`kernel`, wrapped to run scipy's BLAS on one thread if process tuning is on and its
+    `source` calls BLAS and has parallel loops (the two pools only fight when both are
+    there; a kernel of small static sizes has no `prange` and is called without the ~1 us
+    wrapper)."""
+    if not thread_affinity.tuning_enabled():
+        return kernel   # the default: the user's BLAS thread count is left alone
     calls_blas = "np.linalg." in source or any(
         f"{name}(" in source for name in ("np.dot", "matmul_into", "gram_rows"))
     if not calls_blas or "prange(" not in source:

@@ -23,12 +23,23 @@ since arrays released at interpreter exit still return their blocks through it.
 
 Python API: `configure(limit_bytes)` (the cap; 0 disables keeping blocks), `clear()` frees
 every kept block, `stats()`. `FLOWJIT_BUFFER_POOL_MB` sets the initial cap (default 512).
+
+The pool relies on numba's private NRT_MemInfo layout (48 bytes before the data), and
+native.py on numba's extension modules and NumPy's array fields: `private_layouts()` checks
+the installed versions against NUMBA_VERSIONS and NUMPY_VERSIONS, the ranges this code was
+written for, and outside them logs one line (docs/architecture.md, "Manners in the user's
+process"); the pool is then off, kernel buffers come from NRT's plain allocation, and
+`stats()` reports zeros.  The pool changes no other library's state: it allocates through
+numba's external-allocator interface and keeps only its own blocks.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+import re
+import sys
 import threading
 
 POOL_MIN_BYTES = 4 << 20   # buffers from this size on come from the pool
@@ -38,6 +49,55 @@ _ALLOC_SYMBOL = "flowjit_pool_new"
 
 _lock = threading.Lock()
 _state: dict | None = None
+log = logging.getLogger("flowjit.cache")
+# [first, past the last) (major, minor) versions whose private layouts this module and
+# native.py were written against (numba: extension modules and NRT_MemInfo; NumPy:
+# PyArrayObject's data, nd and dimensions at bytes 16, 24, 32)
+NUMBA_VERSIONS = ((0, 59), (0, 69))
+NUMPY_VERSIONS = ((1, 24), (3, 0))
+_support: dict = {}   # {"native": bool, "pool": bool} once checked
+_support_lock = threading.Lock()
+
+
+def _installed_version(name: str):
+    """(major, minor) of the installed distribution `name`, without importing it, or None."""
+    mod = sys.modules.get(name)
+    text = getattr(mod, "__version__", None) if mod is not None else None
+    if text is None:
+        try:
+            from importlib.metadata import version
+
+            text = version(name)
+        except Exception:  # noqa: BLE001 - not installed or no metadata: unknown
+            return None
+    found = re.match(r"(\d+)\.(\d+)", str(text))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def private_layouts() -> dict:
+    """{"native": whether the fast native loader may run, "pool": whether the buffer pool
+    may}: both need numba in NUMBA_VERSIONS, the loader also NumPy in NUMPY_VERSIONS.  The
+    first call that finds one outside logs one line; the answer is kept for the process."""
+    with _support_lock:
+        if not _support:
+            numba_v, numpy_v = _installed_version("numba"), _installed_version("numpy")
+            numba_ok = numba_v is not None and NUMBA_VERSIONS[0] <= numba_v < NUMBA_VERSIONS[1]
+            numpy_ok = numpy_v is not None and NUMPY_VERSIONS[0] <= numpy_v < NUMPY_VERSIONS[1]
+            _support.update(native=numba_ok and numpy_ok, pool=numba_ok)
+            if not (numba_ok and numpy_ok):
+                log.warning(
+                    "flowjit: numba %s / NumPy %s are outside the versions its native kernel "
+                    "loader%s was written for (numba %s-%s, NumPy %s-%s); using numba's plain "
+                    "dispatch%s", _dotted(numba_v), _dotted(numpy_v),
+                    "" if numba_ok else " and buffer pool", _dotted(NUMBA_VERSIONS[0]),
+                    _dotted((NUMBA_VERSIONS[1][0], NUMBA_VERSIONS[1][1] - 1)),
+                    _dotted(NUMPY_VERSIONS[0]), f"{NUMPY_VERSIONS[1][0] - 1}.x",
+                    "" if numba_ok else " and allocation")
+        return dict(_support)
+
+
+def _dotted(version) -> str:
+    return "unknown" if version is None else ".".join(map(str, version))
 
 # The header in front of each block's MemInfo: the raw malloc pointer, then the capacity.
 # The block handed to NRT starts 48 bytes (sizeof(NRT_MemInfo)) before a 64-byte boundary,
@@ -252,14 +312,23 @@ def _nrt_alloc_external_address(nrt_module) -> int:
     return ctypes.cast(lib.NRT_MemInfo_alloc_external, ctypes.c_void_p).value
 
 
+def pool_enabled() -> bool:
+    """Whether kernel buffers come from the pool (False: plain NRT allocation)."""
+    return ensure_pool()["engine"] is not None
+
+
 def ensure_pool(nrt_module=None) -> dict:
-    """Compile the pool (once per process) and register `flowjit_pool_new` with LLVM.
+    """Compile the pool (once per process) and register `flowjit_pool_new` with LLVM; where
+    private_layouts() rules the pool out, a state without one (engine None).
 
     `nrt_module` is numba's loaded `_nrt_python` extension (found by file when not given).
     """
     global _state
     with _lock:
         if _state is not None:
+            return _state
+        if not private_layouts()["pool"]:   # plain allocation (module docstring)
+            _state = {"engine": None, "globals": None, "clear": lambda: None}
             return _state
         import llvmlite.binding as ll
 
@@ -296,6 +365,8 @@ def configure(limit_bytes: int) -> None:
     if limit_bytes < 0:
         raise ValueError(f"the buffer pool limit must be >= 0 bytes, got {limit_bytes}")
     state = ensure_pool()
+    if state["globals"] is None:
+        return   # the pool is off: nothing is kept anyway
     ctypes.c_int64.from_address(state["globals"]["limit"]).value = int(limit_bytes)
     if limit_bytes == 0:
         clear()
@@ -310,6 +381,9 @@ def stats() -> dict:
     """Counters: hits (requests served from the pool), misses (fresh allocations), kept and
     released (freed blocks kept or returned to the system), cached_bytes, limit_bytes."""
     g = ensure_pool()["globals"]
+    if g is None:   # the pool is off
+        return dict.fromkeys(("hits", "misses", "kept", "released", "cached_bytes",
+                              "limit_bytes"), 0)
     counts = (ctypes.c_int64 * 4).from_address(g["stats"])
     return {"hits": counts[0], "misses": counts[1], "kept": counts[2], "released": counts[3],
             "cached_bytes": ctypes.c_int64.from_address(g["cached"]).value,

@@ -6,7 +6,8 @@ there on it comes from the buffer pool (buffer_pool.py), which recycles the bloc
 arrays, so a kernel called in a loop with the same sizes stops paying the page faults of a
 fresh large allocation each time. The array is an ordinary NRT-managed array either way: it
 can be returned, reshaped, kept or dropped as usual, and its block goes back to the pool when
-the last reference dies.
+the last reference dies. Where the pool is off (buffer_pool.private_layouts(): numba outside
+the versions it was written for), every buffer comes from NRT's aligned allocation.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from .buffer_pool import _ALLOC_SYMBOL, POOL_MIN_BYTES, ensure_pool
+from .buffer_pool import _ALLOC_SYMBOL, POOL_MIN_BYTES, pool_enabled
 
-ensure_pool()   # kernels compiled in this process link flowjit_pool_new
+_POOLED = pool_enabled()   # kernels compiled in this process link flowjit_pool_new
 _ALIGN = 64
 
 
@@ -58,6 +59,9 @@ def empty_buffer(typingctx, shape, dtype):
             context.call_conv.return_user_exc(
                 builder, ValueError,
                 ("negative dimensions, or an array too big to allocate",))
+        if not _POOLED:
+            meminfo = context.nrt.meminfo_alloc_aligned_unchecked(builder, nbytes, _ALIGN)
+            return _finish(context, builder, arrtype, scalar, meminfo, dims, itemsize)
         big = builder.icmp_signed(">=", nbytes, intp(POOL_MIN_BYTES))
         fnty = llir.FunctionType(cgutils.voidptr_t, [intp])
         pool_new = cgutils.get_or_insert_function(builder.module, fnty, _ALLOC_SYMBOL)
@@ -71,20 +75,26 @@ def empty_buffer(typingctx, shape, dtype):
         meminfo = builder.phi(cgutils.voidptr_t)
         meminfo.add_incoming(mi_pooled, bb_pooled)
         meminfo.add_incoming(mi_plain, bb_plain)
-        with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
-            context.call_conv.return_user_exc(
-                builder, MemoryError, ("cannot allocate a kernel buffer",))
-        data = context.nrt.meminfo_data(builder, meminfo)
-        strides, stride = [], intp(itemsize)
-        for d in reversed(dims):
-            strides.append(stride)
-            stride = builder.mul(stride, d)
-        ary = make_array(arrtype)(context, builder)
-        populate_array(ary,
-                       data=builder.bitcast(data, context.get_data_type(scalar).as_pointer()),
-                       shape=cgutils.pack_array(builder, dims, ty=intp),
-                       strides=cgutils.pack_array(builder, list(reversed(strides)), ty=intp),
-                       itemsize=intp(itemsize), meminfo=meminfo)
-        return ary._getvalue()
+        return _finish(context, builder, arrtype, scalar, meminfo, dims, itemsize)
 
     return arrtype(shape, dtype), codegen
+
+
+def _finish(context, builder, arrtype, scalar, meminfo, dims, itemsize):
+    """The array of `meminfo`'s block (or a MemoryError when it is null)."""
+    intp = context.get_value_type(types.intp)
+    with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
+        context.call_conv.return_user_exc(
+            builder, MemoryError, ("cannot allocate a kernel buffer",))
+    data = context.nrt.meminfo_data(builder, meminfo)
+    strides, stride = [], intp(itemsize)
+    for d in reversed(dims):
+        strides.append(stride)
+        stride = builder.mul(stride, d)
+    ary = make_array(arrtype)(context, builder)
+    populate_array(ary,
+                   data=builder.bitcast(data, context.get_data_type(scalar).as_pointer()),
+                   shape=cgutils.pack_array(builder, dims, ty=intp),
+                   strides=cgutils.pack_array(builder, list(reversed(strides)), ty=intp),
+                   itemsize=intp(itemsize), meminfo=meminfo)
+    return ary._getvalue()

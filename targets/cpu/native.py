@@ -10,8 +10,9 @@ memory management, helper functions, the threading layer for prange loops).
 `ensure_runtime()` loads those extensions *by file*, under their usual module names, so a
 later `import numba` in the same process reuses them instead of initializing them twice;
 it registers their symbols with LLVM exactly as numba does, and starts the threading layer
-(NUMBA_THREADING_LAYER when it names one, else omp, else workqueue; the choice is written
-to NUMBA_THREADING_LAYER when unset so numba, if imported later, agrees).
+numba itself would choose (NUMBA_THREADING_LAYER and NUMBA_THREADING_LAYER_PRIORITY, read
+as numba reads them), so numba, if imported later, agrees without any environment change;
+where that choice would be TBB, numba is imported and starts it.
 
 `NativeKernel(files)` is called like the numba dispatcher: `kernel(*arrays) -> tuple of
 arrays`.  The entry point is made a Python builtin function (a METH_FASTCALL PyMethodDef
@@ -22,6 +23,15 @@ input's memory is copied.  When the entry point reports an
 exception (a size check failed, division by zero, ...) the call is repeated with the numba
 build of the same source, which raises the real exception — errors are rare, so they may
 pay for the compile.
+
+Loading numba's extensions by path and reading NumPy's array fields at fixed offsets rely
+on those libraries' private layouts, so buffer_pool.private_layouts() checks the installed
+versions against the ranges this code and the pool were written for; outside them it logs
+one line and everything here takes the supported path (docs/architecture.md, "Manners in
+the user's process"): numba is imported as usual, and NativeKernel(...) gives a
+PlainKernel, which hands every call to numba's dispatcher.  None of this changes another
+library's state: the tuning that does (thread_affinity.py, openblas_spin.py) runs from here
+only once the user opted in.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 import glob
+import importlib
 import importlib.machinery
 import importlib.util
 import json
@@ -40,7 +51,7 @@ import threading
 import numpy as np
 
 from . import openblas_spin, thread_affinity
-from .buffer_pool import ensure_pool
+from .buffer_pool import ensure_pool, private_layouts
 
 log = logging.getLogger("flowjit.cache")
 
@@ -60,10 +71,13 @@ def _numba_dir() -> str:
 
 
 def _extension(fullname: str):
-    """numba's C extension `fullname`, loaded from its file without importing numba."""
+    """numba's C extension `fullname`, loaded from its file without importing numba (by a
+    plain import of numba where private_layouts() says its layout is not known)."""
     mod = sys.modules.get(fullname)
     if mod is not None:
         return mod
+    if not private_layouts()["native"]:
+        return importlib.import_module(fullname)
     rel = fullname.split(".")[1:]
     pattern = os.path.join(_numba_dir(), *rel[:-1], rel[-1] + ".*" +
                            ("pyd" if sys.platform == "win32" else "so"))
@@ -96,21 +110,47 @@ _THREAD_SYMBOLS = (("numba_parallel_for", "parallel_for"), ("do_scheduling_signe
                    ("get_sched_size", None))
 
 
+def _layer_order() -> list:
+    """The threading layers numba would try, in its order (numba.np.ufunc.parallel's
+    _launch_threads, reading the same environment variables as numba's config)."""
+    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").strip().lower()
+    if wanted in ("tbb", "omp", "workqueue"):
+        return [wanted]
+    if wanted in ("safe", "threadsafe", "forksafe"):
+        return {"safe": ["tbb"], "threadsafe": ["tbb", "omp"],
+                "forksafe": ["tbb", "workqueue"] if sys.platform.startswith("linux")
+                else ["tbb", "omp", "workqueue"]}[wanted]
+    return os.environ.get("NUMBA_THREADING_LAYER_PRIORITY", "tbb omp workqueue").split()
+
+
+def _tbb_usable() -> bool:
+    """Whether numba would accept the TBB library here (its own test: TBB 2021.6 or later)."""
+    name = {"win32": "tbb12.dll", "darwin": "libtbb.12.dylib"}.get(sys.platform,
+                                                                   "libtbb.so.12")
+    try:
+        version = ctypes.CDLL(name).TBB_runtime_interface_version
+    except (OSError, AttributeError):
+        return False
+    version.restype, version.argtypes = ctypes.c_int, []
+    return version() >= 12060
+
+
 def _start_threading(ll):
-    thread_affinity.bound_spinning()
-    openblas_spin.bound_openblas_spinning()
-    if "numba.np.ufunc.parallel" in sys.modules:
-        from numba.np.ufunc import parallel  # numba already here: use its launcher
+    thread_affinity.bound_spinning()            # these three do nothing unless the user
+    openblas_spin.bound_openblas_spinning()     # opted in (thread_affinity.tuning_enabled)
+    order = _layer_order()
+    if ("numba.np.ufunc.parallel" in sys.modules or not private_layouts()["native"]
+            or (order[:1] == ["tbb"] and _tbb_usable())):
+        from numba.np.ufunc import parallel  # numba's own launcher (imports numba)
 
         parallel._launch_threads()
         if parallel._threading_layer == "omp":
-            thread_affinity.pin_workers(sys.modules["numba.np.ufunc.omppool"],
-                                        parallel.get_num_threads())
+            _runtime["layer"] = (sys.modules["numba.np.ufunc.omppool"],
+                                 parallel.get_num_threads())
+            thread_affinity.pin_workers(*_runtime["layer"])
         return
-    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").lower()
-    order = [wanted] if wanted in ("tbb", "omp", "workqueue") else ["omp", "workqueue"]
-    lib, name = None, None
-    for name in order:
+    lib = None
+    for name in [n for n in order if n != "tbb"]:
         try:
             lib = _extension(f"numba.np.ufunc.{name}pool" if name != "workqueue"
                              else "numba.np.ufunc.workqueue")
@@ -124,9 +164,18 @@ def _start_threading(ll):
     n = _num_threads()
     ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.launch_threads)(n)
     ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)(n)
-    os.environ.setdefault("NUMBA_THREADING_LAYER", name)
     if name == "omp":
+        _runtime["layer"] = (lib, n)
         thread_affinity.pin_workers(lib, n)
+
+
+def tune_running_threads() -> dict:
+    """Apply the thread tuning to a thread pool already started before the user opted in
+    (runtime/process_tuning.py calls it): pin the omp layer's workers; returns {thread
+    number: cpu} of the pinned workers ({} when there is no such pool or nothing to do)."""
+    with _lock:
+        layer = (_runtime or {}).get("layer")
+    return thread_affinity.pin_workers(*layer) if layer is not None else {}
 
 
 def ensure_runtime(parallel: bool) -> dict:
@@ -138,6 +187,8 @@ def ensure_runtime(parallel: bool) -> dict:
 
             ll.initialize_native_target()
             ll.initialize_native_asmprinter()
+            if not private_layouts()["native"]:   # the supported path: numba sets up NRT
+                importlib.import_module("numba.core.runtime.nrt")
             helper = _extension("numba._helperlib")
             dynfunc = _extension("numba._dynfunc")
             numba_nrt_ready = "numba.core.runtime.nrt" in sys.modules
@@ -155,7 +206,8 @@ def ensure_runtime(parallel: bool) -> dict:
                 if isinstance(obj, type) and issubclass(obj, BaseException):
                     ll.add_symbol(f"PyExc_{obj.__name__}", id(obj))
             _runtime = {
-                "ll": ll, "threads": False, "layout_ok": _array_layout_ok(),
+                "ll": ll, "threads": False, "layer": None,
+                "layout_ok": private_layouts()["native"] and _array_layout_ok(),
             }
         if parallel and not _runtime["threads"]:
             _start_threading(_runtime["ll"])
@@ -230,8 +282,30 @@ def _array_layout_ok() -> bool:
             and shape == probe.shape)
 
 
+class PlainKernel:
+    """What NativeKernel(...) gives where private_layouts() rules the loader out: every call
+    goes to numba's dispatcher (`fallback()`, built on first use), as a kernel without a
+    cache entry is called."""
+
+    def __init__(self, files: dict, fallback):
+        self._fallback = fallback
+        self.source = files["source.py"].decode()
+
+    def __call__(self, *arrays):
+        return self._fallback()(*arrays)
+
+    def call_trusted(self, arrays):
+        """Call with a list of checked arrays (the NativeKernel interface)."""
+        return self._fallback()(*arrays)
+
+
 class NativeKernel:
     """A cached kernel loaded from object code; call it like the numba dispatcher."""
+
+    def __new__(cls, files: dict, fallback, abi: str):
+        if not private_layouts()["native"]:
+            return PlainKernel(files, fallback)   # numba's plain dispatch (module docstring)
+        return super().__new__(cls)
 
     def __init__(self, files: dict, fallback, abi: str):
         meta = json.loads(files["kernel.json"].decode())

@@ -17,10 +17,14 @@ symbol table (a 4-byte object; NumPy's and scipy's wheels keep that table).  The
 written only when it holds what OpenBLAS itself stores there, a power of two from 2**4 to
 2**30, and only lowered, to SPIN_CYCLES (2**20, ~0.3 ms: the order of the bound flowjit sets
 on libgomp's spin, thread_affinity.SPIN_COUNT); a library laid out otherwise is left alone.
-Nothing is done when the user set OPENBLAS_THREAD_TIMEOUT, when FLOWJIT_PIN_THREADS=0 (or
-the user binds threads: thread_affinity.wanted()), or off Linux.  The cost to NumPy: its
-workers fall asleep 0.3 ms after a call instead of 0.1 s, and the next call wakes them
-through a condition variable (microseconds).
+The cost to NumPy: its workers fall asleep 0.3 ms after a call instead of 0.1 s, and the
+next call wakes them through a condition variable (microseconds).
+
+This writes into another library's private state, so it is off by default: nothing is done
+unless the user opted in to process tuning (`flowjit.config.tune_process()` or
+FLOWJIT_TUNE_PROCESS=1; docs/architecture.md, "Manners in the user's process"), and not then
+either when the user set OPENBLAS_THREAD_TIMEOUT, binds threads (thread_affinity.wanted()),
+or off Linux.  `thread_timeouts()` reads the words without writing (the tests compare them).
 """
 
 from __future__ import annotations
@@ -51,6 +55,20 @@ def bound_openblas_spinning() -> dict:
         if path not in _done:
             _done[path] = _bound_one(path, base)
     return dict(_done)
+
+
+def thread_timeouts() -> dict:
+    """{path: the spin bound OpenBLAS keeps now} of each loaded OpenBLAS whose `thread_timeout`
+    is found as `bound_openblas_spinning` finds it; reads only, writes nothing."""
+    words = {}
+    for path, base in loaded_openblas().items():
+        try:
+            located = timeout_symbol(path)
+        except (OSError, ValueError, struct.error):
+            continue
+        if located is not None:
+            words[path] = ctypes.c_uint32.from_address(base - located[1] + located[0]).value
+    return words
 
 
 def _wanted() -> bool:

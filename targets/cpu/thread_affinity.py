@@ -19,11 +19,17 @@ starts later.  Workers pinned to distinct CPUs can no longer pile up on one CPU 
 other, and a calling thread that lands on a worker's CPU is the only thread the scheduler
 can move, so it moves it, though only at a balancing tick.  `bound_spinning()` therefore
 also shortens libgomp's spin-wait (GOMP_SPINCOUNT), so that a thread sharing a CPU with the
-one it waits for yields it within ~0.5 ms.  `FLOWJIT_PIN_THREADS=0` turns both off;
-OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY, when set, mean the user binds threads and
-this module does nothing.  Other threading layers (workqueue, tbb) sleep instead of
-spinning and are left alone.  libgomp keeps one worker pool per calling thread: kernels
-called from other threads (the Session's inter-op pool) get workers that are not pinned.
+one it waits for yields it within ~0.5 ms.  OMP_PROC_BIND, OMP_PLACES or
+GOMP_CPU_AFFINITY, when set, mean the user binds threads and this module does nothing.
+Other threading layers (workqueue, tbb) sleep instead of spinning and are left alone.
+libgomp keeps one worker pool per calling thread: kernels called from other threads (the
+Session's inter-op pool) get workers that are not pinned.
+
+All of this is process-wide tuning, so it is off by default: it runs only once the user
+opted in (`flowjit.config.tune_process()` or FLOWJIT_TUNE_PROCESS=1: runtime/
+process_tuning.py calls `enable_tuning()` here; docs/architecture.md, "Manners in the
+user's process").  This module holds that switch for the whole CPU target: openblas_spin.py
+and blas_threads.py ask it too.
 """
 
 from __future__ import annotations
@@ -37,7 +43,19 @@ _PARALLEL_FOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                  ctypes.c_size_t, ctypes.c_int)
 _pinned: dict = {}   # {"cpus": {thread number: cpu}} once pinned
+_tuning = {"on": False}   # the process-tuning switch (off: flowjit changes nothing here)
 SPIN_COUNT = "20000"  # libgomp's spins before a waiting thread sleeps (its default: 300000)
+
+
+def enable_tuning() -> None:
+    """Turn the CPU target's process-wide tuning on (runtime/process_tuning.py calls this
+    when the user opts in); it cannot be turned off again in the same process."""
+    _tuning["on"] = True
+
+
+def tuning_enabled() -> bool:
+    """Whether the user opted in to process-wide tuning (off by default)."""
+    return _tuning["on"]
 
 
 def bound_spinning() -> None:
@@ -51,10 +69,8 @@ def bound_spinning() -> None:
 
 
 def wanted() -> bool:
-    """Whether worker pinning is on: Linux, not turned off, no user binding in effect."""
-    if not hasattr(os, "sched_setaffinity"):
-        return False
-    if os.environ.get("FLOWJIT_PIN_THREADS", "1").strip().lower() in ("0", "false", "no"):
+    """Whether worker pinning is on: tuning opted in, Linux, no user binding in effect."""
+    if not _tuning["on"] or not hasattr(os, "sched_setaffinity"):
         return False
     return not any(os.environ.get(v) for v in ("OMP_PROC_BIND", "GOMP_CPU_AFFINITY",
                                                "OMP_PLACES"))
