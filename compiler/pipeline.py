@@ -3,7 +3,8 @@
 `compile_cluster(ops, inputs, specs, outputs)` lowers a cluster of graph ops to kernel IR,
 runs the IR passes of `PASSES` in order, schedules (fusion and loop grouping, then tiling
 and memory planning decisions recorded on the schedule), generates the CPU module and
-builds it.  `Stages` keeps the text of every stage; `FLOWJIT_DUMP=<dir>` writes them to
+builds it.  `Stages` keeps the text of every stage (the loop IR among them:
+compiler/loop_ir.py); `FLOWJIT_DUMP=<dir>` writes them to
 files as they are produced (DESIGN.md principles 3 and 7).
 """
 
@@ -32,23 +33,31 @@ class Stages:
 
     items: list = dataclasses.field(default_factory=list)
 
-    def add(self, name: str, text: str):
+    def add(self, name: str, text):
+        """Record stage `name`; `text` may be a function giving it, called when the text
+        is first wanted (a stage that costs work to print, skipped on a cache hit)."""
         self.items.append((name, text))
         dump_dir = os.environ.get("FLOWJIT_DUMP")
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
             index = len(self.items)
+            if callable(text):   # dumping wants it now
+                text = text()
+                self.items[-1] = (name, text)
             with open(os.path.join(dump_dir, f"{index:02d}_{name}.txt"), "w") as f:
                 f.write(text + "\n")
 
     def text(self, name: str) -> str:
-        for n, t in self.items:
+        for k, (n, t) in enumerate(self.items):
             if n == name:
+                if callable(t):
+                    t = t()
+                    self.items[k] = (n, t)
                 return t
         raise KeyError(name)
 
     def __str__(self):
-        return "\n\n".join(f"=== {n} ===\n{t}" for n, t in self.items)
+        return "\n\n".join(f"=== {n} ===\n{self.text(n)}" for n, _ in self.items)
 
 
 @dataclasses.dataclass
@@ -89,7 +98,9 @@ def compile_program(program, constants=(), stages: Stages | None = None):
     program, constants = drop_unused_constants(program, list(constants))
     schedule = make_schedule(program)
     stages.add("schedule", schedule_text(schedule))
-    kernel, source = build_cached(program, lambda: _generate(schedule))
+    generated: dict = {}
+    kernel, source = build_cached(program, lambda: _generate(schedule, generated))
+    stages.add("loop IR", generated.get("loop IR") or (lambda: _loop_ir_text(schedule)))
     stages.add("source", source)
     return CompiledCluster(kernel, source, list(constants), stages, schedule)
 
@@ -112,10 +123,19 @@ def drop_unused_constants(program, constants: list):
             [constants[k] for k in keep])
 
 
-def _generate(schedule) -> str:
+def _generate(schedule, stages: dict) -> str:
     from ..targets.cpu.codegen import generate_source  # imports numba: only on a cache miss
 
-    return generate_source(schedule)
+    return generate_source(schedule, stages=stages)
+
+
+def _loop_ir_text(schedule) -> str:
+    """The loop IR of a kernel loaded from the cache, built when someone asks for it."""
+    from ..targets.cpu.codegen import generate_source  # imports numba: only when asked
+
+    generated: dict = {}
+    generate_source(schedule, stages=generated)
+    return generated["loop IR"]
 
 
 def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = "",

@@ -1,6 +1,11 @@
-"""Shared test set-up: a fresh default graph per test and strict kernel-output checking."""
+"""Shared test set-up: a fresh default graph per test, strict kernel-output checking, and
+the loop IR verified after every loop-IR pass (compiler/loop_verify.py)."""
+
+import os
 
 import pytest
+
+os.environ.setdefault("FLOWJIT_VERIFY_LOOP_IR", "1")
 
 import flowjit as tf
 from flowjit.runtime import executor

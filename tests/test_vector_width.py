@@ -8,19 +8,28 @@ from numba import typeof
 
 import flowjit
 from flowjit.targets.cpu.build import build_kernel
-from flowjit.targets.cpu.vector_width import ATTRIBUTE, widen
+from flowjit.compiler.loop_ir import (If, IndexOpKind, Int, Let, Loop, LoopKind, LoopProgram,
+                                      Store, Var, index_op)
+from flowjit.targets.cpu import render
+from flowjit.targets.cpu.vector_width import ATTRIBUTE, WIDE, widen
 
 
-def test_widen_calls_first_in_the_kernel_and_in_every_prange_body():
-    body = ["x = 1", "for i0 in prange(n):", "    a[i0] = 1",
-            "if n > 2:", "    for t0 in prange(4 * m):  # parts", "        b[t0] = 2",
-            "for i in range(n):", "    c[i] = 3", "y = 'for q in prange(3):'"]
-    out = widen(body)
-    assert out[0] == "wide_vectors()"
-    assert out[out.index("for i0 in prange(n):") + 1] == "    wide_vectors()"
-    assert out[out.index("    for t0 in prange(4 * m):  # parts") + 1] == "        wide_vectors()"
-    assert out.count("wide_vectors()") == 1 and len(out) == len(body) + 3
-    assert [ln for ln in out if "wide_vectors" not in ln] == body
+def test_widen_calls_first_in_the_kernel_and_in_every_parallel_loop_body():
+    store = Store("a", (Var("i0"),), Int(1))
+    body = (Let("x", Int(1)),
+            Loop(LoopKind.PARALLEL, "i0", Int(0), Var("n"), (store,)),
+            If(index_op(IndexOpKind.GT, Var("n"), Int(2)), (
+                Loop(LoopKind.PARALLEL, "t0", Int(0), Var("n"), (store,)),)),
+            Loop(LoopKind.SERIAL, "i0", Int(0), Var("n"), (store,)))
+    program = LoopProgram("k", ("a",), (("n", "3"),), body)
+    out = widen(program)
+    assert out.body[0] == WIDE and out.body[1:2] == body[:1]
+    assert out.body[2].body == (WIDE, store)
+    assert out.body[3].then[0].body == (WIDE, store)
+    assert out.body[4] == body[3]   # serial loops are left alone
+    source = render.render(out)
+    assert source.count("wide_vectors()") == 3
+    assert "    for i0 in prange(n):\n        wide_vectors()\n" in source
 
 
 def _chain(x):

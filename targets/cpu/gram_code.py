@@ -16,15 +16,19 @@ the triangle into one row block of equal area per thread (gemm.py), each packing
 shared operand once; eight BLAS-sized blocks would pack it eight times (600x300 float32:
 2.8 ms, as against NumPy's syrk at 1.4 ms).
 
-`gram_lines(...)` writes the statements for a MATMUL node whose two operands are the same
+`gram_lines(...)` builds the loop-IR statements for a MATMUL node whose two operands are the same
 buffer with opposite transpose flags (`is_gram`); each BLAS block is one call of the
-intrinsic `gram_rows` (gram_blas.py). This module imports no numba: the build decides with
-it.
+intrinsic `gram_rows` (gram_blas.py). This module imports no numba: the build decides
+with it.
 """
 
 from __future__ import annotations
 
+from ...compiler.loop_ir import (Call, Do, If, IndexOpKind, Int, Let, Load, Loop, LoopKind,
+                                 Source, Store, Var, index_op)
+
 GRAM_BLOCKS = 8         # row blocks of the lower triangle (even: they run in pairs)
+ADD, MUL, DIV = IndexOpKind.ADD, IndexOpKind.MUL, IndexOpKind.FLOORDIV
 
 
 def is_gram(node) -> bool:
@@ -35,25 +39,28 @@ def is_gram(node) -> bool:
         and node.dtype.np_dtype.itemsize in (4, 8)
 
 
-def gram_lines(gen, a: str, out: str, n: str, transposed: bool) -> list:
-    """Statements filling `out` (n x n, allocated) with the Gram product of buffer `a`."""
-    from .matmul_code import gemm_mode, split_blocks
+def gram_lines(gen, a: str, out: str, n, transposed: bool) -> list:
+    """Loop-IR statements filling `out` (n x n, allocated; `n` a loop-IR size) with the
+    Gram product of buffer `a`."""
+    from .matmul_code import gemm_mode, split_blocks  # matmul_code imports this module
 
     if gemm_mode() == "own":
         # flowjit's GEMM multiplies the lower triangle's tiles itself, in row blocks of equal
         # area that each pack their share of the operand once, and mirrors them
-        return [f"gram_product{'_t' if transposed else ''}({a}, {out}, {split_blocks()})"]
-    block_call = f"gram_rows({a}, {out}, lo, hi, {transposed})"
-    half = GRAM_BLOCKS // 2
-    return [
-        f"for pair in prange({half}):",
-        "    for side in range(2):",
-        f"        blk = pair if side == 0 else {GRAM_BLOCKS - 1} - pair",
-        f"        lo = blk * {n} // {GRAM_BLOCKS}",
-        f"        hi = (blk + 1) * {n} // {GRAM_BLOCKS}",
-        "        if hi > lo:",
-        f"            {block_call}",
-        "            for i in range(hi):",   # the block's columns of the upper triangle
-        "                for j in range(max(lo, i + 1), hi):",
-        f"                    {out}[i, j] = {out}[j, i]",
-    ]
+        name = f"gram_product{'_t' if transposed else ''}"
+        return [Do(Call(name, (Var(a), Var(out), Int(split_blocks()))))]
+    lo, hi, i, j = Var("lo"), Var("hi"), Var("i"), Var("j")
+    blk = Var("blk")
+    block = (
+        Do(Call("gram_rows", (Var(a), Var(out), lo, hi, Source(str(transposed))))),
+        # the block's columns of the upper triangle
+        Loop(LoopKind.SERIAL, "i", Int(0), hi, (
+            Loop(LoopKind.SERIAL, "j", index_op(IndexOpKind.MAX, lo, index_op(ADD, i, Int(1))),
+                 hi, (Store(out, (i, j), Load(out, (j, i))),)),)))
+    side = (
+        Let("blk", Source(f"pair if side == 0 else {GRAM_BLOCKS - 1} - pair")),
+        Let("lo", index_op(DIV, index_op(MUL, blk, n), Int(GRAM_BLOCKS))),
+        Let("hi", index_op(DIV, index_op(MUL, index_op(ADD, blk, Int(1)), n), Int(GRAM_BLOCKS))),
+        If(index_op(IndexOpKind.GT, hi, lo), block))
+    return [Loop(LoopKind.PARALLEL, "pair", Int(0), Int(GRAM_BLOCKS // 2), (
+        Loop(LoopKind.SERIAL, "side", Int(0), Int(2), side),))]

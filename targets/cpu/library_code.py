@@ -18,6 +18,7 @@ right-hand sides) for the linear-algebra routines.  The output buffer is C-conti
 from __future__ import annotations
 
 from ...compiler.core.ir import Routine
+from ...compiler.loop_ir import Alloc, Call, Do, Int, Loop, LoopKind, Source, Verbatim
 
 _LINALG = {Routine.INV: "np.linalg.inv", Routine.DET: "np.linalg.det",
            Routine.SOLVE: "np.linalg.solve", Routine.CHOLESKY: "np.linalg.cholesky"}
@@ -28,8 +29,8 @@ def _product(dims: list) -> str:
 
 
 def libcall_lines(gen, node) -> list:
-    """Statements computing LIBCALL `node` into its buffer (allocated here)."""
-    lines = gen.allocate(node)
+    """Loop-IR statements computing LIBCALL `node` into its buffer (allocated here)."""
+    stmts = gen.allocate(node)
     out = gen.buffers[id(node)]
     args = [gen.buffers[id(x)] for x in node.inputs]
     fresh = gen.names.fresh
@@ -38,27 +39,28 @@ def libcall_lines(gen, node) -> list:
     if node.attr in (Routine.SORT, Routine.ARGSORT):
         rows, n = _product(dims[:-1]), dims[-1]
         src, dst = fresh("rows"), fresh("rows")
-        lines += [f"{src} = np.ascontiguousarray({args[0]}).reshape(({rows}, {n}))",
-                  f"{dst} = {out}.reshape(({rows}, {n}))"]
+        stmts += [Alloc(src, Source(f"np.ascontiguousarray({args[0]}).reshape(({rows}, {n}))")),
+                  Alloc(dst, Source(f"{out}.reshape(({rows}, {n}))"))]
         if node.attr is Routine.SORT:
-            body = [f"    {dst}[r, :] = {src}[r]", f"    {dst}[r].sort()"]
+            body = (Verbatim((f"{dst}[r, :] = {src}[r]",)), Do(Call(f"{dst}[r].sort")))
         else:
-            body = [f"    {dst}[r, :] = np.argsort({src}[r], kind='mergesort')"]
-        return lines + gen.branch(first.shape, f"({rows}) * ({n})",
-                                  lambda: [f"for r in prange({rows}):"] + body,
-                                  lambda: [f"for r in range({rows}):"] + body)
+            body = (Verbatim((f"{dst}[r, :] = np.argsort({src}[r], kind='mergesort')",)),)
+        return stmts + gen.branch(
+            first.shape, Source(f"({rows}) * ({n})"),
+            lambda: [Loop(LoopKind.PARALLEL, "r", Int(0), Source(rows), body)],
+            lambda: [Loop(LoopKind.SERIAL, "r", Int(0), Source(rows), body)])
     batch = _product(dims[:-2])
     mats = [fresh("mats") for _ in args]
     for name, buf, x in zip(mats, args, node.inputs):
         tail = ", ".join(gen.size_text(d) for d in x.shape[-2:])
-        lines.append(f"{name} = np.ascontiguousarray({buf}).reshape(({batch}, {tail}))")
+        stmts.append(Alloc(name, Source(
+            f"np.ascontiguousarray({buf}).reshape(({batch}, {tail}))")))
     call = f"{_LINALG[node.attr]}({', '.join(f'{m}[b]' for m in mats)})"
+    target = fresh("dets" if node.attr is Routine.DET else "mats")
     if node.attr is Routine.DET:
-        target = fresh("dets")
-        lines += [f"{target} = {out}.reshape(({batch},))",
-                  f"for b in range({batch}):", f"    {target}[b] = {call}"]
-        return lines
-    tail = ", ".join(gen.size_text(d) for d in node.shape[-2:])
-    target = fresh("mats")
-    return lines + [f"{target} = {out}.reshape(({batch}, {tail}))",
-                    f"for b in range({batch}):", f"    {target}[b, :, :] = {call}"]
+        view, store = f"{out}.reshape(({batch},))", f"{target}[b] = {call}"
+    else:
+        tail = ", ".join(gen.size_text(d) for d in node.shape[-2:])
+        view, store = f"{out}.reshape(({batch}, {tail}))", f"{target}[b, :, :] = {call}"
+    return stmts + [Alloc(target, Source(view)),
+                    Loop(LoopKind.SERIAL, "b", Int(0), Source(batch), (Verbatim((store,)),))]

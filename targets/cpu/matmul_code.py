@@ -33,12 +33,15 @@ import os
 import numpy as np
 
 from ...compiler.core import ir
+from ...compiler.loop_ir import (Alloc, Call, Do, If, IndexOpKind, Int, Let, Load, Loop,
+                                 LoopKind, Source, Store, Var, index_op)
 from .gemm_tiles import narrow_columns
 from .gram_code import gram_lines, is_gram
 
 SPLIT_MIN_WORK = 1 << 19     # multiply-adds: below this one BLAS call on one thread is best
                              # (a 1000x1000 float64 matrix-vector product, 1M, is split)
 PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep one partial copy of it per block
+ADD, MUL, DIV, GE = IndexOpKind.ADD, IndexOpKind.MUL, IndexOpKind.FLOORDIV, IndexOpKind.GE
 
 
 def split_blocks() -> int:
@@ -63,14 +66,14 @@ def gemm_mode() -> str:
 
 
 def matmul_lines(gen, node) -> list:
-    """Statements computing MATMUL `node` into its buffer (allocated here)."""
+    """Loop-IR statements computing MATMUL `node` into its buffer (allocated here)."""
     if len(node.shape) == 3:
         return _batched_lines(gen, node)
     if len(node.shape) != 2:
         raise NotImplementedError(f"matmul of rank {len(node.shape)}")
     a, b = (gen.buffers[id(x)] for x in node.inputs)
     ta, tb = node.attr
-    lines = gen.allocate(node)
+    stmts = gen.allocate(node)
     out = gen.buffers[id(node)]
     a_t = f"{a}.T" if ta else a
     b_t = f"{b}.T" if tb else b
@@ -82,30 +85,34 @@ def matmul_lines(gen, node) -> list:
     if narrow and not is_gram(node):
         # flowjit's GEMM (gemm.py), which splits the product across the threads itself;
         # products narrower than half its tile go to BLAS, split here
-        own = [f"gemm_parallel({a_t}, {b_t}, {out}, {split_blocks()})"]
-        narrow_lines = _blas_lines(gen, node, a, b, out)
+        own = [_call("gemm_parallel", a_t, b_t, out, Int(split_blocks()))]
+        narrow_stmts = _blas_lines(gen, node, a, b, out)
         epilogue = gen.schedule.epilogues.get(id(node))
         if epilogue is not None and not ta:
             # the consumer nest runs inside the GEMM (compiler/gemm_epilogue.py); where
             # BLAS computes the product it runs after it, as a nest
-            own = [f"gemm_epilogue({a_t}, {b_t}, {out}, {split_blocks()}, "
-                   f"{_bias_text(gen, epilogue)}, {int(epilogue.relu)})"]
+            own = [_call("gemm_epilogue", a_t, b_t, out, Int(split_blocks()),
+                         _bias_text(gen, epilogue), Int(int(epilogue.relu)))]
             only_own = ir.is_const(n) and n.attr >= narrow
-            narrow_lines = narrow_lines + gen.absorb(
+            narrow_stmts = narrow_stmts + gen.absorb(
                 epilogue.node, f"fused into {node.name}'s GEMM as its epilogue", emit=not only_own)
         if ta:
             # a.T @ b with few columns (the weight gradient x.T @ dz): as (b.T @ a).T it
             # has many columns, and a's rows are read in place, unpacked
-            flipped = [f"gemm_parallel({b if tb else b + '.T'}, {a}, {out}.T, "
-                       f"{split_blocks()})"]
-            narrow_lines = ([f"if {gen.size_text(m)} >= {narrow}:"]
-                            + ["    " + s for s in flipped]
-                            + ["else:"] + ["    " + s for s in narrow_lines])
+            flipped = [_call("gemm_parallel", b if tb else b + ".T", a, f"{out}.T",
+                             Int(split_blocks()))]
+            narrow_stmts = [If(index_op(GE, gen.size(m), Int(narrow)), tuple(flipped),
+                               tuple(narrow_stmts))]
         if ir.is_const(n):
-            return lines + (own if n.attr >= narrow else narrow_lines)
-        return (lines + [f"if {gen.size_text(n)} >= {narrow}:"] + ["    " + s for s in own]
-                + ["else:"] + ["    " + s for s in narrow_lines])
-    return lines + _blas_lines(gen, node, a, b, out)
+            return stmts + (own if n.attr >= narrow else narrow_stmts)
+        return stmts + [If(index_op(GE, gen.size(n), Int(narrow)), tuple(own),
+                           tuple(narrow_stmts))]
+    return stmts + _blas_lines(gen, node, a, b, out)
+
+
+def _call(fn: str, *args) -> Do:
+    """A call of library routine `fn`; string arguments are array expressions."""
+    return Do(Call(fn, tuple(Source(x) if isinstance(x, str) else x for x in args)))
 
 
 def _bias_text(gen, epilogue) -> str:
@@ -123,7 +130,7 @@ def _blas_lines(gen, node, a, b, out) -> list:
     ta, tb = node.attr
     a_t = f"{a}.T" if ta else a
     b_t = f"{b}.T" if tb else b
-    single = [f"np.dot({a_t}, {b_t}, {out})"]
+    single = [_call("np.dot", a_t, b_t, out)]
     m, n = node.shape
     k = node.inputs[0].shape[0 if ta else 1]
     dims = (m, n, k)
@@ -131,15 +138,14 @@ def _blas_lines(gen, node, a, b, out) -> list:
         if int(np.prod([d.attr for d in dims], dtype=np.int64)) < SPLIT_MIN_WORK:
             return single
         if is_gram(node):
-            return gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
+            return gram_lines(gen, a, out, gen.size(m), transposed=bool(ta))
         return _split_lines(gen, node, a, b_t, out, ta, tb, dims)
-    work = " * ".join(gen.size_text(d) for d in dims)
+    work = index_op(MUL, *(gen.size(d) for d in dims))
     if is_gram(node):   # a @ a.T or a.T @ a: one triangle, mirrored (gram_code.py)
-        split = gram_lines(gen, a, out, gen.size_text(m), transposed=bool(ta))
+        split = gram_lines(gen, a, out, gen.size(m), transposed=bool(ta))
     else:
         split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
-    return ([f"if {work} >= {SPLIT_MIN_WORK}:"] + ["    " + s for s in split]
-            + ["else:"] + ["    " + s for s in single])
+    return [If(index_op(GE, work, Int(SPLIT_MIN_WORK)), tuple(split), tuple(single))]
 
 
 def _batched_lines(gen, node) -> list:
@@ -149,48 +155,54 @@ def _batched_lines(gen, node) -> list:
     a_node, b_node = node.inputs
     a, b = (gen.buffers[id(x)] for x in node.inputs)
     ta, tb = node.attr
-    lines = gen.allocate(node)
+    stmts = gen.allocate(node)
     out = gen.buffers[id(node)]
     a_i = f"{a}[bi]" if len(a_node.shape) == 3 else a
     b_i = f"{b}[bi]" if len(b_node.shape) == 3 else b
-    call = f"matmul_into({a_i}{'.T' if ta else ''}, {b_i}{'.T' if tb else ''}, {out}[bi])"
-    count, m, n = (gen.size_text(d) for d in node.shape)
-    k = gen.size_text(a_node.shape[-2 if ta else -1])
-    work = f"{count} * {m} * {n} * {k}"
-    return lines + [f"if {count} > 1 and {work} >= {SPLIT_MIN_WORK}:",
-                    f"    for bi in prange({count}):", f"        {call}",
-                    "else:", f"    for bi in range({count}):", f"        {call}"]
+    call = _call("matmul_into", f"{a_i}{'.T' if ta else ''}", f"{b_i}{'.T' if tb else ''}",
+                 f"{out}[bi]")
+    count, m, n = (gen.size(d) for d in node.shape)
+    k = gen.size(a_node.shape[-2 if ta else -1])
+    work = index_op(MUL, count, m, n, k)
+    many = index_op(IndexOpKind.AND, index_op(IndexOpKind.GT, count, Int(1)),
+                    index_op(GE, work, Int(SPLIT_MIN_WORK)))
+    return stmts + [If(many, (Loop(LoopKind.PARALLEL, "bi", Int(0), count, (call,)),),
+                       (Loop(LoopKind.SERIAL, "bi", Int(0), count, (call,)),))]
 
 
 def _split_lines(gen, node, a, b_t, out, ta, tb, dims) -> list:
-    m, n, k = (gen.size_text(d) for d in dims)
+    m, n, k = (gen.size(d) for d in dims)
     if ta and not tb:
         small = _small_output(dims)
         if small is True:
             return _reduction_split(gen, node, a, b_t, out, m, n, k)
         if small is None:  # decided at run time
-            return ([f"if {m} * {n} <= {PARTIAL_MAX_ELEMENTS}:"]
-                    + ["    " + s for s in _reduction_split(gen, node, a, b_t, out, m, n, k)]
-                    + ["else:"]
-                    + ["    " + s for s in _row_split(gen, a, b_t, out, m, ta)])
+            return [If(index_op(IndexOpKind.LE, index_op(MUL, m, n), Int(PARTIAL_MAX_ELEMENTS)),
+                       tuple(_reduction_split(gen, node, a, b_t, out, m, n, k)),
+                       tuple(_row_split(gen, a, b_t, out, m, ta)))]
     return _row_split(gen, a, b_t, out, m, ta)
+
+
+def _block_bounds(extent, blocks: int) -> list:
+    """lo and hi of block `blk` of `blocks` equal parts of `extent`."""
+    blk = Var("blk")
+    return [Let("lo", index_op(DIV, index_op(MUL, blk, extent), Int(blocks))),
+            Let("hi", index_op(DIV, index_op(MUL, index_op(ADD, blk, Int(1)), extent),
+                               Int(blocks)))]
 
 
 def _row_split(gen, a, b_t, out, m, ta) -> list:
     blocks = split_blocks()
-    lines = []
+    stmts = []
     if ta:  # rows of a.T are columns of a: copy the transpose row-major once
         a_rows = gen.names.fresh("at")
-        lines.append(f"{a_rows} = np.ascontiguousarray({a}.T)")
+        stmts.append(Alloc(a_rows, Call("np.ascontiguousarray", (Source(f"{a}.T"),))))
     else:
         a_rows = a
-    return lines + [
-        f"for blk in prange({blocks}):",
-        f"    lo = blk * {m} // {blocks}",
-        f"    hi = (blk + 1) * {m} // {blocks}",
-        "    if hi > lo:",
-        f"        np.dot({a_rows}[lo:hi], {b_t}, {out}[lo:hi])",
-    ]
+    nonempty = index_op(IndexOpKind.GT, Var("hi"), Var("lo"))
+    return stmts + [Loop(LoopKind.PARALLEL, "blk", Int(0), Int(blocks), tuple(
+        _block_bounds(m, blocks)
+        + [If(nonempty, (_call("np.dot", f"{a_rows}[lo:hi]", b_t, f"{out}[lo:hi]"),))]))]
 
 
 def _small_output(dims):
@@ -206,21 +218,19 @@ def _reduction_split(gen, node, a, b, out, m, n, k) -> list:
     part = gen.names.fresh("part")
     acc = gen.names.fresh("acc")
     dtype = node.dtype.np_dtype.name
-    return [
-        f"{part} = empty_buffer(({blocks}, {m}, {n}), np.{dtype})",
-        f"for blk in prange({blocks}):",
-        f"    lo = blk * {k} // {blocks}",
-        f"    hi = (blk + 1) * {k} // {blocks}",
-        "    if hi > lo:",
-        f"        np.dot({a}[lo:hi].T, {b}[lo:hi], {part}[blk])",
-        "    else:",
-        f"        for i0 in range({m}):",
-        f"            for i1 in range({n}):",
-        f"                {part}[blk, i0, i1] = 0",
-        f"for i0 in range({m}):",
-        f"    for i1 in range({n}):",
-        f"        {acc} = {part}[0, i0, i1]",
-        f"        for blk in range(1, {blocks}):",
-        f"            {acc} += {part}[blk, i0, i1]",
-        f"        {out}[i0, i1] = {acc}",
-    ]
+    i0, i1, blk = Var("i0"), Var("i1"), Var("blk")
+    nonempty = index_op(IndexOpKind.GT, Var("hi"), Var("lo"))
+    zero = Loop(LoopKind.SERIAL, "i0", Int(0), m, (Loop(LoopKind.SERIAL, "i1", Int(0), n, (
+        Store(part, (blk, i0, i1), Int(0)),)),))
+    total = Loop(LoopKind.SERIAL, "i0", Int(0), m, (Loop(LoopKind.SERIAL, "i1", Int(0), n, (
+        Let(acc, Load(part, (Int(0), i0, i1))),
+        Loop(LoopKind.SERIAL, "blk", Int(1), Int(blocks), (
+            Let(acc, index_op(ADD, Var(acc), Load(part, (blk, i0, i1)))),)),
+        Store(out, (i0, i1), Var(acc)))),))
+    shape = f"({blocks}, {gen.text(m)}, {gen.text(n)})"
+    return [Alloc(part, Call("empty_buffer", (Source(shape), Source(f"np.{dtype}")))),
+            Loop(LoopKind.PARALLEL, "blk", Int(0), Int(blocks), tuple(
+                _block_bounds(k, blocks)
+                + [If(nonempty, (_call("np.dot", f"{a}[lo:hi].T", f"{b}[lo:hi]",
+                                       f"{part}[blk]"),), (zero,))])),
+            total]

@@ -10,7 +10,8 @@
   then combined.
 
 Float sums accumulate with `radd` (reduce_steps.py), as every reduction loop does.  Both
-functions take the `codegen.Generator` (`gen`) whose kernel they are part of.
+functions take the `codegen.Generator` (`gen`) whose kernel they are part of and return
+loop-IR statements (compiler/loop_ir.py).
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from __future__ import annotations
 from ...compiler.core import ir
 from ...compiler.core.ir import Combiner, NodeKind, Scalar
 from ...compiler.core.ir_build import identity_value
+from ...compiler.loop_ir import (Accumulate, AccResult, Alloc, Call, Do, If, IndexOpKind, Int,
+                                 Let, Load, Loop, LoopKind, Source, Store, Var, Verbatim,
+                                 While, index_op)
 from ...compiler.schedule import is_column_reduction
-from . import scalar_code
+from .emitter import unsigned
+from .nest_code import store
 
 PARTIALS = 8     # partial results of a column reduction (one per chunk of rows)
 CHUNK_ROWS = 8   # ... each of at least this many rows (fewer partials for short inputs:
@@ -27,6 +32,21 @@ CHUNK_ROWS = 8   # ... each of at least this many rows (fewer partials for short
 COL_BLOCK = 2048  # elements of the contiguous axis one task of a column reduction covers
 ROW_UNROLL = 4   # rows a column reduction adds per pass over its accumulators (a 4000x4000
                  # float32 `x @ a` as a reduction: 1.9-2.4 ms one row a pass, 1.1-1.3 ms four)
+
+ADD, SUB, MUL, DIV = IndexOpKind.ADD, IndexOpKind.SUB, IndexOpKind.MUL, IndexOpKind.FLOORDIV
+
+
+def _nested(levels: list, innermost: list) -> list:
+    """Statements of nested loops: `levels` outermost first, each (var, start, stop,
+    statements first in its body) or (None, None, None, statements at the enclosing level)
+    for a level without a loop; `innermost` inside the last."""
+    inside = list(innermost)
+    for var, start, stop, stmts in reversed(levels):
+        if var is None:
+            inside = list(stmts) + inside
+        else:
+            inside = [Loop(LoopKind.SERIAL, var, start, stop, tuple(list(stmts) + inside))]
+    return inside
 
 
 def column_reduce_code(gen, group) -> list:
@@ -43,74 +63,78 @@ def column_reduce_code(gen, group) -> list:
     m = group.members[0]
     p = len(group.outer)
     body = gen.schedule.resolved[id(m)]
-    lines = gen.allocate(m)
+    stmts = gen.allocate(m)
     buf = gen.buffers[id(m)]
-    init = gen.constant(identity_value(m.attr, m.dtype), m.dtype)
+    init = Var(gen.constant(identity_value(m.attr, m.dtype), m.dtype))
     part, nparts, nblocks, chunk = (gen.names.fresh(x) for x in
                                     ("part", "nparts", "nblocks", "chunk"))
-    out_dims = [gen.size_text(d) for d in m.shape]
-    shape = "".join(d + ", " for d in out_dims)
-    r0_extent = gen.size_text(m.rshape[0])
-    cols = gen.size_text(group.outer[-1])
-    lines += [f"{nblocks} = max(1, ({cols} + {COL_BLOCK - 1}) // {COL_BLOCK})",
-              f"{nparts} = 1 if {nblocks} >= {PARTIALS} else "
-              f"min({PARTIALS}, max(1, ({r0_extent} + {CHUNK_ROWS - 1}) // {CHUNK_ROWS}))",
-              f"if {nparts} == 1:",  # accumulate straight into the result
-              f"    {part} = {buf}.reshape((1, {shape}))",
-              "else:",
-              f"    {part} = empty_buffer(({nparts}, {shape}), np.{m.dtype.np_dtype.name})",
-              f"{part}.fill({init})",
-              f"{chunk} = ({r0_extent} + {nparts} - 1) // {nparts}"]
+    out_dims = [gen.size(d) for d in m.shape]
+    shape = "".join(gen.text(d) + ", " for d in out_dims)
+    r0_extent = gen.size(m.rshape[0])
+    cols = gen.size(group.outer[-1])
+    dtype = f"np.{m.dtype.np_dtype.name}"
+    few_rows = index_op(IndexOpKind.MIN, Int(PARTIALS), index_op(IndexOpKind.MAX, Int(1), index_op(
+        DIV, index_op(ADD, r0_extent, Int(CHUNK_ROWS - 1)), Int(CHUNK_ROWS))))
+    stmts += [
+        Let(nblocks, index_op(IndexOpKind.MAX, Int(1), index_op(
+            DIV, index_op(ADD, cols, Int(COL_BLOCK - 1)), Int(COL_BLOCK)))),
+        If(index_op(IndexOpKind.GE, Var(nblocks), Int(PARTIALS)), (Let(nparts, Int(1)),),
+           (Let(nparts, few_rows),)),
+        If(index_op(IndexOpKind.EQ, Var(nparts), Int(1)),   # accumulate straight into the result
+           (Alloc(part, Call(f"{buf}.reshape", (Source(f"(1, {shape})"),))),),
+           (Alloc(part, Call("empty_buffer", (Source(f"({nparts}, {shape})"), Source(dtype)))),)),
+        Do(Call(f"{part}.fill", (init,))),
+        Let(chunk, index_op(DIV, index_op(SUB, index_op(ADD, r0_extent, Var(nparts)), Int(1)),
+                            Var(nparts)))]
     order = list(ir.axis_vars(p - 1)) + list(m.raxes) + [ir.axis_var(p - 1)]
-    work = " * ".join([gen.size_text(d) for d in group.outer] +
-                      [gen.size_text(d) for d in m.rshape])
-    idx = ", ".join([f"i{k}" for k in range(p)] + ["0"] * (len(m.shape) - p))
+    work = index_op(MUL, *([gen.size(d) for d in group.outer] +
+                           [gen.size(d) for d in m.rshape]))
+    idx = [Var(f"i{k}") for k in range(p)] + [Int(0)] * (len(m.shape) - p)
+    b0 = Var("b0")
 
     def nest(parallel):
-        out = [f"for t0 in {'prange' if parallel else 'range'}({nparts} * {nblocks}):",
-               f"    b0 = t0 // {nblocks}",
-               f"    c0 = (t0 - b0 * {nblocks}) * {COL_BLOCK}"]
+        task = [Let("b0", index_op(DIV, Var("t0"), Var(nblocks))),
+                Let("c0", index_op(MUL, index_op(SUB, Var("t0"), index_op(MUL, b0, Var(nblocks))),
+                                   Int(COL_BLOCK)))]
         # One loop over a block of columns from c0, with unsigned indices: it vectorizes
-        # (scalar_code.unsigned; signed ones from c0 did not: a 4096x1024 float32 column
+        # (emitter.unsigned; signed ones from c0 did not: a 4096x1024 float32 column
         # sum took 1.2-1.5 ms so, 0.15 ms from 0).  A static width of one block loops
         # from 0.
         width = group.outer[-1]
         if ir.is_const(width) and width.attr <= COL_BLOCK:
-            head, loops = rows_and_columns(f"range({cols})", "    ", False)
+            head, loops = rows_and_columns((Int(0), cols), False)
         else:
-            head, loops = rows_and_columns(f"range(c0, min({cols}, c0 + {COL_BLOCK}))",
-                                           "    ", True)
-        return head + out + loops
+            stop = index_op(IndexOpKind.MIN, cols, index_op(ADD, Var("c0"), Int(COL_BLOCK)))
+            head, loops = rows_and_columns((Var("c0"), stop), True)
+        kind = LoopKind.PARALLEL if parallel else LoopKind.SERIAL
+        return head + [Loop(kind, "t0", Int(0), index_op(MUL, Var(nparts), Var(nblocks)),
+                            tuple(task + loops))]
 
-    def rows_and_columns(column_range: str, indent: str, unsigned: bool):
-        """(hoisted lines, loop lines): inside the outer loops, ROW_UNROLL rows at a time
-        while that many are left (each pass over the block of accumulators adds that many
-        rows: fewer loads and stores of accumulators per element), then the remaining
-        rows one by one."""
-        r0_hi = f"min({r0_extent}, (b0 + 1) * {chunk})"
-        main, tail = (emit_rows(copies, unsigned) for copies in (ROW_UNROLL, 1))
+    def rows_and_columns(column_range, unsigned_index: bool):
+        """(hoisted statements, loop statements): inside the outer loops, ROW_UNROLL rows
+        at a time while that many are left (each pass over the block of accumulators adds
+        that many rows: fewer loads and stores of accumulators per element), then the
+        remaining rows one by one."""
+        r0_hi = index_op(IndexOpKind.MIN, r0_extent,
+                         index_op(MUL, index_op(ADD, b0, Int(1)), Var(chunk)))
+        main, tail = (emit_rows(copies, unsigned_index) for copies in (ROW_UNROLL, 1))
         head = main[0].take(0) + tail[0].take(0)
-        out = []
-        for k in range(p - 1):
-            out.append(f"{indent}for i{k} in range({gen.size_text(group.outer[k])}):")
-            indent += "    "
-            out += [indent + s for s in main[0].take(k + 2) + tail[0].take(k + 2)]
-        out.append(f"{indent}r0 = b0 * {chunk}")
-        for (em, values), copies in zip((main, tail), (ROW_UNROLL, 1)):
-            if copies == 1:
-                rows_loop = [f"for r0 in range(r0, {r0_hi}):"]
-            else:
-                rows_loop = ([f"while r0 + {copies - 1} < {r0_hi}:"]
-                             + [f"    u{j} = r0 + {j}" for j in range(1, copies)])
-            out += [indent + s for s in rows_loop]
-            out += inner_loops(em, values, column_range, indent + "    ", unsigned)
-            if copies > 1:
-                out.append(f"{indent}    r0 += {copies}")
-        return head, out
+        levels = [(f"i{k}", Int(0), gen.size(group.outer[k]),
+                   main[0].take(k + 2) + tail[0].take(k + 2)) for k in range(p - 1)]
+        r0 = Var("r0")
+        unrolled = [Let(f"u{j}", index_op(ADD, r0, Int(j))) for j in range(1, ROW_UNROLL)]
+        unrolled += inner_loops(*main, column_range, unsigned_index)
+        unrolled.append(Let("r0", index_op(ADD, r0, Int(ROW_UNROLL))))
+        rows = [Let("r0", index_op(MUL, b0, Var(chunk))),
+                While(index_op(IndexOpKind.LT, index_op(ADD, r0, Int(ROW_UNROLL - 1)), r0_hi),
+                      tuple(unrolled)),
+                Loop(LoopKind.SERIAL, "r0", r0, r0_hi,
+                     tuple(inner_loops(*tail, column_range, unsigned_index)))]
+        return head, _nested(levels, rows)
 
-    def emit_rows(copies: int, unsigned: bool):
+    def emit_rows(copies: int, unsigned_index: bool):
         """An emitter with the body's value for rows r0 (and u1.. for more copies)."""
-        em = gen.emitter([ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + order, unsigned)
+        em = gen.emitter([ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + order, unsigned_index)
         values = [em.value(body)]
         for j in range(1, copies):
             u = ir.make(Scalar.VAR, ir.INDEX, (), ("u", j))
@@ -118,38 +142,27 @@ def column_reduce_code(gen, group) -> list:
             values.append(em.value(ir.substitute(body, {id(ir.reduce_var(0)): u})))
         return em, values
 
-    def inner_loops(em, values, column_range, indent, unsigned):
+    def inner_loops(em, values, column_range, unsigned_index):
         """r0's statements, then the loops inside it and the accumulator updates."""
-        out = [indent + s for s in em.take(p + 1)]
-        loops = [(f"r{k}", f"range({gen.size_text(d)})")
-                 for k, d in enumerate(m.rshape) if k > 0]
-        loops.append((f"i{p - 1}", column_range))
-        for level, (name, rng) in enumerate(loops, start=p + 2):
-            out.append(f"{indent}for {name} in {rng}:")
-            indent += "    "
-            out += [indent + s for s in em.take(level)]
-        index = idx.split(", ")
-        if unsigned:
-            index = [scalar_code.unsigned(x) for x in index]
-        acc = f"{part}[b0, {', '.join(index)}]"
-        out.append(indent + f"cur = {acc}")
-        for value in values:
-            out += [indent + s for s in
-                    scalar_code.reduce_step(m.attr, "cur", value, "0", body.dtype)]
-        return out + [indent + f"{acc} = cur"]
+        levels = [(f"r{k}", Int(0), gen.size(d), em.take(level))
+                  for level, (k, d) in enumerate(
+                      [(k, d) for k, d in enumerate(m.rshape) if k > 0], start=p + 2)]
+        levels.append((f"i{p - 1}", *column_range, em.take(p + 1 + len(m.rshape))))
+        index = [unsigned(x) for x in idx] if unsigned_index else idx
+        at = (b0,) + tuple(index)
+        steps = [Accumulate(m.attr, "cur", v, Int(0), body.dtype) for v in values]
+        innermost = [Let("cur", Load(part, at))] + steps + [Store(part, at, Var("cur"))]
+        return em.take(p + 1) + _nested(levels, innermost)
 
-    combine = [f"if {nparts} > 1:", f"    {buf}[...] = {part}[0]",
-               f"for b0 in range(1, {nparts}):"]
-    indent = "    "
-    for k, d in enumerate(out_dims):
-        combine.append(f"{indent}for j{k} in range({d}):")
-        indent += "    "
-    jdx = ", ".join(f"j{k}" for k in range(len(out_dims)))
-    combine += [indent + "cur = " + f"{buf}[{jdx}]"]
-    combine += [indent + s for s in scalar_code.reduce_step(m.attr, "cur", f"{part}[b0, {jdx}]",
-                                                            "0", m.dtype)]
-    combine.append(indent + f"{buf}[{jdx}] = cur")
-    return (lines + gen.branch(list(group.outer) + list(m.rshape), work,
+    js = tuple(Var(f"j{k}") for k in range(len(out_dims)))
+    combine_levels = [(f"j{k}", Int(0), d, []) for k, d in enumerate(out_dims)]
+    combine = [If(index_op(IndexOpKind.GT, Var(nparts), Int(1)),
+                  (Verbatim((f"{buf}[...] = {part}[0]",)),)),
+               Loop(LoopKind.SERIAL, "b0", Int(1), Var(nparts), tuple(_nested(combine_levels, [
+                   Let("cur", Load(buf, js)),
+                   Accumulate(m.attr, "cur", Load(part, (b0,) + js), Int(0), m.dtype),
+                   Store(buf, js, Var("cur"))])))]
+    return (stmts + gen.branch(list(group.outer) + list(m.rshape), work,
                                lambda: nest(True), lambda: nest(False)) + combine)
 
 
@@ -158,45 +171,45 @@ def full_reduce_code(gen, group) -> list:
     into PARTIALS chunks reduced in parallel when the work is large, then combined."""
     m = group.members[0]
     body = gen.schedule.resolved[id(m)]
-    lines = gen.allocate(m)
-    init = gen.constant(identity_value(m.attr, body.dtype), body.dtype)
+    stmts = gen.allocate(m)
+    init = Var(gen.constant(identity_value(m.attr, body.dtype), body.dtype))
     part = gen.names.fresh("part")
-    lines.append(f"{part} = empty_buffer(({PARTIALS}, ), np.{body.dtype.np_dtype.name})")
-    r0_extent = gen.size_text(m.rshape[0])
+    stmts.append(Alloc(part, Call("empty_buffer", (Source(f"({PARTIALS}, )"),
+                                                   Source(f"np.{body.dtype.np_dtype.name}")))))
+    r0_extent = gen.size(m.rshape[0])
     chunk = gen.names.fresh("chunk")
-    lines.append(f"{chunk} = ({r0_extent} + {PARTIALS - 1}) // {PARTIALS}")
-    work = " * ".join(gen.size_text(d) for d in m.rshape)
+    stmts.append(Let(chunk, index_op(DIV, index_op(ADD, r0_extent, Int(PARTIALS - 1)),
+                                     Int(PARTIALS))))
+    work = index_op(MUL, *[gen.size(d) for d in m.rshape]) if len(m.rshape) > 1 else \
+        gen.size(m.rshape[0])
     acc, total = gen.names.fresh("pacc"), gen.names.fresh("acc")
     skipped = _repeat_axes(m, body)
+    b0 = Var("b0")
 
     def nest(parallel):
         em = gen.emitter([ir.make(Scalar.VAR, ir.INDEX, (), ("b", 0))] + list(m.raxes))
         value = em.value(body)
         out = em.take(0)
-        out.append(f"for b0 in {'prange' if parallel else 'range'}({PARTIALS}):")
-        out += ["    " + s for s in em.take(1)]
-        out.append(f"    {acc} = {init}")
-        indent = "    "
-        loops = [("r0", f"range(b0 * {chunk}, min({r0_extent}, (b0 + 1) * {chunk}))")]
-        loops += [(f"r{k}", f"range({gen.size_text(d)})")
-                  for k, d in enumerate(m.rshape) if k > 0]
-        for level, (name, rng) in enumerate(loops, start=2):
+        hi = index_op(IndexOpKind.MIN, r0_extent, index_op(MUL, index_op(ADD, b0, Int(1)),
+                                                            Var(chunk)))
+        loops = [("r0", index_op(MUL, b0, Var(chunk)), hi)]
+        loops += [(f"r{k}", Int(0), gen.size(d)) for k, d in enumerate(m.rshape) if k > 0]
+        levels = []
+        for level, (name, start, stop) in enumerate(loops, start=2):
             if level - 2 in skipped:
-                out += [indent + s for s in em.take(level)]
-                continue
-            out.append(f"{indent}for {name} in {rng}:")
-            indent += "    "
-            out += [indent + s for s in em.take(level)]
-        out += [indent + s for s in scalar_code.reduce_step(m.attr, acc, value, "0",
-                                                            body.dtype)]
-        out.append(f"    {part}[b0] = {acc}")
-        return out
+                levels.append((None, None, None, em.take(level)))
+            else:
+                levels.append((name, start, stop, em.take(level)))
+        inner = _nested(levels, [Accumulate(m.attr, acc, value, Int(0), body.dtype)])
+        kind = LoopKind.PARALLEL if parallel else LoopKind.SERIAL
+        return out + [Loop(kind, "b0", Int(0), Int(PARTIALS), tuple(
+            em.take(1) + [Let(acc, init)] + inner + [Store(part, (b0,), Var(acc))]))]
 
-    combine = [f"{total} = {part}[0]", f"for b0 in range(1, {PARTIALS}):"]
-    combine += ["    " + s for s in scalar_code.reduce_step(m.attr, total, f"{part}[b0]",
-                                                             "0", body.dtype)]
-    combine.append(gen.store(m, 0, scalar_code.reduce_result(m.attr, total, m.dtype)))
-    return lines + gen.branch(list(m.rshape), work, lambda: nest(True),
+    combine = [Let(total, Load(part, (Int(0),))),
+               Loop(LoopKind.SERIAL, "b0", Int(1), Int(PARTIALS), (
+                   Accumulate(m.attr, total, Load(part, (b0,)), Int(0), body.dtype),)),
+               store(gen, m, 0, AccResult(m.attr, total, m.dtype))]
+    return stmts + gen.branch(list(m.rshape), work, lambda: nest(True),
                               lambda: nest(False)) + combine
 
 

@@ -12,48 +12,50 @@ otherwise `base` is copied into a new buffer first.
 
 from __future__ import annotations
 
+from ...compiler.loop_ir import (Dim, If, IndexOpKind, Int, Let, Load, Loop, LoopKind, Store,
+                                 Var, Verbatim, index_op)
 
 BITMAP_ROWS_PER_UPDATE = 32  # the distinct-rows check marks rows in a bitmap of the base's
                              # rows: only when that is at most this many bytes per update row
 
 
 def scatter_lines(gen, node) -> list:
-    """Statements computing SCATTER `node` into its buffer."""
+    """Loop-IR statements computing SCATTER `node` into its buffer."""
     base, rows, updates = node.inputs
     src = gen.buffers[id(base)]
-    lines = gen.allocate(node)
+    stmts = gen.allocate(node)
     out = gen.buffers[id(node)]
     if out != src:
-        lines.append(f"{out}[...] = {src}")
+        stmts.append(Verbatim((f"{out}[...] = {src}",)))
     row_buf, upd = gen.buffers[id(rows)], gen.buffers[id(updates)]
-    rest = [gen.size_text(d) for d in node.shape[1:]]
+    rest = [gen.size(d) for d in node.shape[1:]]
+    count = Dim(row_buf, 0)
 
-    def copy(loop: str, indent: str) -> list:
-        out_lines = [f"{indent}for r in {loop}({row_buf}.shape[0]):",
-                     f"{indent}    row = {row_buf}[r]"]
-        indent += "    "
-        for k, extent in enumerate(rest):
-            out_lines.append(f"{indent}for j{k} in range({extent}):")
-            indent += "    "
-        tail = "".join(f", j{k}" for k in range(len(rest)))
-        return out_lines + [f"{indent}{out}[row{tail}] = {upd}[r{tail}]"]
+    def copy(kind: LoopKind) -> list:
+        js = tuple(Var(f"j{k}") for k in range(len(rest)))
+        inner = [Store(out, (Var("row"),) + js, Load(upd, (Var("r"),) + js))]
+        for k in reversed(range(len(rest))):
+            inner = [Loop(LoopKind.SERIAL, f"j{k}", Int(0), rest[k], tuple(inner))]
+        return [Loop(kind, "r", Int(0), count,
+                     (Let("row", Load(row_buf, (Var("r"),))),) + tuple(inner))]
 
     def parallel() -> list:
         # Rows written by several threads must be distinct (a repeated row's last write
         # wins, which only the ordered loop keeps): marked in a bitmap first.
         seen, distinct = gen.names.fresh("seen"), gen.names.fresh("distinct")
-        return ([f"{distinct} = {out}.shape[0] <= {BITMAP_ROWS_PER_UPDATE} * "
-                 f"{row_buf}.shape[0] + 4096",
-                 f"if {distinct}:",
-                 f"    {seen} = np.zeros({out}.shape[0], dtype=np.bool_)",
-                 f"    for r in range({row_buf}.shape[0]):",
-                 f"        if {seen}[{row_buf}[r]]:",
-                 f"            {distinct} = False",
-                 "            break",
-                 f"        {seen}[{row_buf}[r]] = True",
-                 f"if {distinct}:"] + copy("prange", "    ")
-                + ["else:"] + copy("range", "    "))
+        check = Verbatim((
+            f"{distinct} = {out}.shape[0] <= {BITMAP_ROWS_PER_UPDATE} * "
+            f"{row_buf}.shape[0] + 4096",
+            f"if {distinct}:",
+            f"    {seen} = np.zeros({out}.shape[0], dtype=np.bool_)",
+            f"    for r in range({row_buf}.shape[0]):",
+            f"        if {seen}[{row_buf}[r]]:",
+            f"            {distinct} = False",
+            "            break",
+            f"        {seen}[{row_buf}[r]] = True"), defines=(distinct,))
+        return [check, If(Var(distinct), tuple(copy(LoopKind.PARALLEL)),
+                          tuple(copy(LoopKind.SERIAL)))]
 
     dims = list(rows.shape) + list(node.shape[1:])
-    work = " * ".join([f"{row_buf}.shape[0]"] + rest)
-    return lines + gen.branch(dims, work, parallel, lambda: copy("range", ""))
+    work = index_op(IndexOpKind.MUL, count, *rest) if rest else count
+    return stmts + gen.branch(dims, work, parallel, lambda: copy(LoopKind.SERIAL))

@@ -1,4 +1,5 @@
-"""Full-width vectors for generated kernels: `wide_vectors()` and `widen(lines)`.
+"""Full-width vectors for generated kernels: the `wide_vectors()` intrinsic and `widen`, a
+CPU pass over the loop IR that calls it.
 
 LLVM's tuning for Intel's AVX-512 server cores (skylake-avx512 through emeraldrapids)
 prefers 256-bit vectors, so numba's loop vectorizer fills ymm registers and leaves half of
@@ -11,19 +12,22 @@ that calls it, it gives that LLVM function the attribute "prefer-vector-width"="
 (what clang's -mprefer-vector-width=512 sets), which the X86 backend honours where the CPU
 has AVX-512 and which has no effect elsewhere. Only generated kernels call it, so numba
 code of the user's own keeps LLVM's default. numba compiles the body of each prange loop
-as a function of its own (a gufunc), so `widen` puts the call at the top of the kernel and
-at the top of every prange body of its source lines.
+as a function of its own (a gufunc), so `widen` puts the call first in the kernel and
+first in the body of every PARALLEL loop of the loop program.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 
 from numba import types
 from numba.extending import intrinsic
 
+from ...compiler.loop_ir import Call, Do, LoopKind, LoopProgram, StmtKind
+from ...compiler.loop_walk import map_body
+
 ATTRIBUTE = '"prefer-vector-width"="512"'
-_PRANGE_LOOP = re.compile(r"^(\s*)for\s.+\sin\s+prange\(.*\):\s*(#.*)?$")
+WIDE = Do(Call("wide_vectors"))
 
 
 @intrinsic
@@ -39,13 +43,11 @@ def wide_vectors(typingctx):
     return types.none(), codegen
 
 
-def widen(body: list) -> list:
-    """`body` (source lines of a kernel's body, four spaces indented per level) with a
-    `wide_vectors()` call first and first in every prange loop's body."""
-    out = ["wide_vectors()"]
-    for line in body:
-        out.append(line)
-        match = _PRANGE_LOOP.match(line)
-        if match:
-            out.append(f"{match.group(1)}    wide_vectors()")
-    return out
+def widen(program: LoopProgram) -> LoopProgram:
+    """`program` with a `wide_vectors()` call first in its body and first in the body of
+    every parallel loop (each becomes a function of its own)."""
+    def one(s):
+        if s.kind is StmtKind.LOOP and s.loop_kind is LoopKind.PARALLEL:
+            return (dataclasses.replace(s, body=(WIDE,) + s.body),)
+        return (s,)
+    return dataclasses.replace(program, body=(WIDE,) + map_body(program.body, one))
