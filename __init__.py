@@ -9,30 +9,15 @@ from . import dtypes, errors
 from .compiler.core.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                              control_dependencies, device, get_collection, get_collection_ref,
                              get_default_graph, name_scope, reset_default_graph)
-from .compiler.core.graph_def import GraphDef, NodeDef, import_graph_def
+from .compiler.core.graph_def import GraphDef, NodeDef
+from .compiler.graph_import import import_graph_def
 from .compiler.core.shapes import Dimension, TensorShape
 from .dtypes import (DType, as_dtype, bool_ as bool,
                      complex64, complex128, double, float16, float32, float64, half, int8,
                      int16, int32, int64, string, uint8, uint16, uint32, uint64)
 from . import ops as _ops  # registers every op and installs Tensor operators
-from .ops.array_ops import *  # noqa: F401,F403
-from .ops.basic_ops import (constant, group, identity, no_op, placeholder,
-                            placeholder_with_default, stop_gradient)
+from .ops.api import *  # noqa: F401,F403 - the op functions under their TF1 names
 from .compiler.gradients import UnconnectedGradients, gradients
-from .ops.segment_ops import unsorted_segment_sum
-from .ops.scatter_ops import tensor_scatter_nd_update
-from .ops.linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_solve
-from .ops.sort_ops import argsort, sort
-from .ops.conversion import convert_to_tensor
-from .ops.init_ops import *  # noqa: F401,F403
-from .ops.math_ops import *  # noqa: F401,F403
-from .ops.composite_ops import (atan, clip_by_global_norm, clip_by_norm, cumsum,  # noqa: F401
-                                div_no_nan, global_norm, norm, reduce_euclidean_norm)
-from .ops.matmul_ops import *  # noqa: F401,F403
-from .ops.random_ops import *  # noqa: F401,F403
-from .ops.reduction_ops import *  # noqa: F401,F403
-from .ops.shape_ops import *  # noqa: F401,F403
-from .ops.slicing_ops import *  # noqa: F401,F403
 from .ops.variables import (Variable, all_variables, assign, assign_add, assign_sub,
                             global_variables, global_variables_initializer,
                             initialize_all_variables, initialize_variables,
@@ -50,8 +35,8 @@ from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
 from . import gfile, nn, train  # noqa: E402
 
-__version__ = "0.1.0"
-from .targets.cpu.build import wait_for_cache_writes  # noqa: E402 - needs __version__
+from ._version import __version__  # noqa: E402
+from .targets.cpu.build import wait_for_cache_writes  # noqa: E402
 newaxis = None
 
 

@@ -19,10 +19,7 @@ import numpy as np
 from ..ops.conversion import static_value
 from .core import ir
 from .core.ir import Expr, Node, Scalar
-
-
-class NotLowerable(Exception):
-    """An op that cannot be compiled (no lowering, or an unsupported form); says why."""
+from .core.ir_build import NotLowerable
 
 
 class LowerContext:
@@ -150,9 +147,8 @@ def lower_cluster(ops, input_tensors, input_specs, output_tensors):
     """Lower `ops` (in graph order) given cluster inputs; returns (Program, constants)."""
     ctx = LowerContext(input_tensors, input_specs)
     for op in ops:
-        for t in list(op.inputs) + list(op.outputs):
-            if t.dtype.name == "float16":  # numba has no float16 arithmetic
-                raise NotLowerable(f"{op.type} on float16 tensors is not compiled")
+        # which dtypes a target renders (float16: not on the CPU) is the target's to say
+        # (its capabilities, checked by compiler/pipeline.py; docs/architecture.md)
         lower = op.op_def.lower
         if lower is None:
             raise NotLowerable(f"{op.type} has no lowering")

@@ -26,6 +26,7 @@ import contextlib
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..ops import api as _op_api
 from .core.graph import Tensor
 from .core.node import user_site
 
@@ -289,10 +290,8 @@ def dtype_breaks(what: str):
 
 
 def api():
-    """flowjit's public op functions (the package root, loaded before any tracing)."""
-    import flowjit
-
-    return flowjit
+    """flowjit's op functions under their TF1 names (ops/api.py)."""
+    return _op_api
 
 
 def is_traced(x) -> bool:

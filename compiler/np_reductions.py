@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.exceptions import AxisError
 
+from ..ops import api as op_api
 from .np_array import (GraphBreak, NeedsStaticShapes, TracedArray, api, as_tensor, to_tensor,
                        wrap)
 
@@ -39,8 +40,9 @@ def _traced(x) -> TracedArray:
     return wrap(t if t is not None else to_tensor(x, np.asarray(x).dtype))
 
 
-_TF = {"sum": "reduce_sum", "prod": "reduce_prod", "max": "reduce_max", "min": "reduce_min",
-       "mean": "reduce_mean", "any": "reduce_any", "all": "reduce_all"}
+_TF = {"sum": op_api.reduce_sum, "prod": op_api.reduce_prod, "max": op_api.reduce_max,
+       "min": op_api.reduce_min, "mean": op_api.reduce_mean, "any": op_api.reduce_any,
+       "all": op_api.reduce_all}
 
 
 def reduce(kind: str, x, axis=None, dtype=None, keepdims=False, out=None, **kwargs):
@@ -81,7 +83,7 @@ def _reducer(kind: str, dtype: np.dtype):
     tf = api()
     if kind in ("max", "min") and dtype.kind == "b":
         return tf.reduce_any if kind == "max" else tf.reduce_all
-    return getattr(tf, _TF[kind])
+    return _TF[kind]
 
 
 def _masked_reduce(kind, x, axis, dtype, keepdims, initial=None, where=True):

@@ -213,7 +213,7 @@ def inv(a):
     x = _traced(a)
     _square("inv", x)
     x = _as(x, _linalg_dtype(np.linalg.inv, x))
-    return wrap(api().linalg.inv(as_tensor(x)))
+    return wrap(api().matrix_inverse(as_tensor(x)))
 
 
 def det(a):
@@ -221,7 +221,7 @@ def det(a):
     x = _traced(a)
     _square("det", x)
     x = _as(x, _linalg_dtype(np.linalg.det, x))
-    return wrap(api().linalg.det(as_tensor(x)))
+    return wrap(api().matrix_determinant(as_tensor(x)))
 
 
 def cholesky(a, /, *, upper=False):
@@ -229,7 +229,7 @@ def cholesky(a, /, *, upper=False):
     x = _traced(a)
     _square("cholesky", x)
     x = _as(x, _linalg_dtype(np.linalg.cholesky, x))
-    lower = wrap(api().linalg.cholesky(as_tensor(x)))
+    lower = wrap(api().cholesky(as_tensor(x)))
     return np.swapaxes(lower, -1, -2) if upper else lower
 
 
@@ -249,7 +249,7 @@ def solve(a, b):
     batch = np.broadcast_shapes(x.shape[:-2], rhs.shape[:-2])
     x = np.broadcast_to(_as(x, dtype), batch + x.shape[-2:])
     rhs = np.broadcast_to(_as(rhs, dtype), batch + rhs.shape[-2:])
-    out = wrap(api().linalg.solve(as_tensor(x), as_tensor(rhs)))
+    out = wrap(api().matrix_solve(as_tensor(x), as_tensor(rhs)))
     return out.reshape(out.shape[:-1]) if vector else out
 
 

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ..ops import api as op_api
+from ..ops import bitwise_ops
 from .np_array import (GraphBreak, TracedArray, api, as_tensor, dtype_breaks, np_dtype_of,
                        to_tensor, wrap)
 
@@ -67,28 +69,29 @@ def _bits(logical, bitwise):
     """A bitwise ufunc: the logical op on booleans, tf.bitwise's on integers."""
     def build(*xs):
         if all(x.dtype.name == "bool" for x in xs):
-            return getattr(api(), logical)(*xs)
-        return getattr(api().bitwise, bitwise)(*xs)
+            return logical(*xs)
+        return bitwise(*xs)
     return build
 
 
-def _unary(name):
-    return lambda x: getattr(api(), name)(x)
+def _unary(fn):
+    """A one-argument ufunc computed by the op function `fn`."""
+    return lambda x: fn(x)
 
 
-def _binary(name):
-    return lambda a, b: getattr(api(), name)(a, b)
+def _binary(fn):
+    """A two-argument ufunc computed by the op function `fn`."""
+    return lambda a, b: fn(a, b)
 
 
-def _numpy_floor_division(name):
+def _numpy_floor_division(fn, quotient: bool):
     """floor_divide / remainder as NumPy computes them: floats through `_float_divmod`;
     integers with NumPy's results where the divisor is 0 (0, with NumPy's warning left out;
     the kernels' own integer division raises there, as TF's does) or -1."""
     def op(a, b):
         tf = api()
-        fn = getattr(tf, name)
         if a.dtype.is_floating:
-            return _float_divmod(a, b)[0 if name == "floordiv" else 1]
+            return _float_divmod(a, b)[0 if quotient else 1]
         if not a.dtype.is_integer:
             return fn(a, b)
         zero, one = tf.zeros_like(b), tf.ones_like(b)
@@ -99,7 +102,7 @@ def _numpy_floor_division(name):
         # division by -1, which overflows for INT_MIN
         minus = tf.equal(b, tf.negative(one))
         safe = tf.where_v2(tf.logical_or(bad, minus), one, b)
-        special = tf.negative(a) if name == "floordiv" else tf.zeros_like(a)
+        special = tf.negative(a) if quotient else tf.zeros_like(a)
         return tf.where_v2(bad, zero, tf.where_v2(minus, special, fn(a, safe)))
     return op
 
@@ -173,9 +176,9 @@ def _hypot(a, b):
     zero = _c(0.0, big)
     ratio = tf.divide(small, tf.where_v2(tf.equal(big, zero), _c(1.0, big), big))
     scaled = tf.multiply(big, tf.sqrt(tf.add(_c(1.0, big), tf.multiply(ratio, ratio))))
-    nan = tf.logical_or(tf.math.is_nan(a), tf.math.is_nan(b))
+    nan = tf.logical_or(tf.is_nan(a), tf.is_nan(b))
     scaled = tf.where_v2(nan, tf.add(a, b), scaled)
-    inf = tf.logical_or(tf.math.is_inf(a), tf.math.is_inf(b))
+    inf = tf.logical_or(tf.is_inf(a), tf.is_inf(b))
     return tf.where_v2(inf, _c(np.inf, big), scaled)
 
 
@@ -310,47 +313,50 @@ def _heaviside(x, h0):
 
 
 UFUNCS = {
-    np.add: _binary("add"), np.subtract: _binary("subtract"),
-    np.multiply: _binary("multiply"), np.true_divide: _divide,
-    np.floor_divide: _numpy_floor_division("floordiv"),
-    np.remainder: _numpy_floor_division("floormod"),
-    np.power: _binary("pow"), np.maximum: _binary("maximum"), np.minimum: _binary("minimum"),
+    np.add: _binary(op_api.add), np.subtract: _binary(op_api.subtract),
+    np.multiply: _binary(op_api.multiply), np.true_divide: _divide,
+    np.floor_divide: _numpy_floor_division(op_api.floordiv, quotient=True),
+    np.remainder: _numpy_floor_division(op_api.floormod, quotient=False),
+    np.power: _binary(op_api.pow), np.maximum: _binary(op_api.maximum),
+    np.minimum: _binary(op_api.minimum),
     np.fmax: lambda a, b: _fmax(a, b, api().maximum),
     np.fmin: lambda a, b: _fmax(a, b, api().minimum),
-    np.arctan2: _float_only(_binary("atan2")), np.hypot: _float_only(_hypot),
-    np.equal: _binary("equal"), np.not_equal: _binary("not_equal"), np.less: _binary("less"),
-    np.less_equal: _binary("less_equal"), np.greater: _binary("greater"),
-    np.greater_equal: _binary("greater_equal"), np.logical_and: _binary("logical_and"),
-    np.logical_or: _binary("logical_or"), np.logical_xor: _binary("logical_xor"),
-    np.logical_not: _unary("logical_not"),
-    np.bitwise_and: _bits("logical_and", "bitwise_and"),
-    np.bitwise_or: _bits("logical_or", "bitwise_or"),
-    np.bitwise_xor: _bits("logical_xor", "bitwise_xor"), np.invert: _bits("logical_not", "invert"),
-    np.left_shift: lambda a, b: api().bitwise.left_shift(a, b),
-    np.right_shift: lambda a, b: api().bitwise.right_shift(a, b),
-    np.negative: _unary("negative"), np.positive: lambda x: x, np.absolute: _unary("abs"),
-    np.sqrt: _float_only(_unary("sqrt")), np.square: _unary("square"),
-    np.reciprocal: _float_only(_unary("reciprocal")),
-    np.exp: _float_only(_unary("exp")), np.expm1: _float_only(_unary("expm1")),
-    np.exp2: _float_only(_exp_base(2.0)), np.log: _float_only(_unary("log")),
-    np.log1p: _float_only(_unary("log1p")), np.log2: _float_only(_log_base(2.0)),
-    np.log10: _float_only(_log_base(10.0)), np.sin: _float_only(_unary("sin")),
-    np.cos: _float_only(_unary("cos")), np.tan: _float_only(_unary("tan")),
-    np.tanh: _float_only(_unary("tanh")), np.sinh: _float_only(_sinh),
-    np.cosh: _float_only(_cosh), np.floor: _float_only(_unary("floor")),
-    np.ceil: _float_only(_unary("ceil")), np.rint: _float_only(_unary("round")),
-    np.sign: _unary("sign"), np.isnan: _unary("is_nan"), np.isinf: _unary("is_inf"),
-    np.isfinite: _unary("is_finite"), np.deg2rad: _float_only(_scale(math.pi / 180)),
+    np.arctan2: _float_only(_binary(op_api.atan2)), np.hypot: _float_only(_hypot),
+    np.equal: _binary(op_api.equal), np.not_equal: _binary(op_api.not_equal),
+    np.less: _binary(op_api.less),
+    np.less_equal: _binary(op_api.less_equal), np.greater: _binary(op_api.greater),
+    np.greater_equal: _binary(op_api.greater_equal), np.logical_and: _binary(op_api.logical_and),
+    np.logical_or: _binary(op_api.logical_or), np.logical_xor: _binary(op_api.logical_xor),
+    np.logical_not: _unary(op_api.logical_not),
+    np.bitwise_and: _bits(op_api.logical_and, bitwise_ops.bitwise_and),
+    np.bitwise_or: _bits(op_api.logical_or, bitwise_ops.bitwise_or),
+    np.bitwise_xor: _bits(op_api.logical_xor, bitwise_ops.bitwise_xor),
+    np.invert: _bits(op_api.logical_not, bitwise_ops.invert),
+    np.left_shift: bitwise_ops.left_shift,
+    np.right_shift: bitwise_ops.right_shift,
+    np.negative: _unary(op_api.negative), np.positive: lambda x: x, np.absolute: _unary(op_api.abs),
+    np.sqrt: _float_only(_unary(op_api.sqrt)), np.square: _unary(op_api.square),
+    np.reciprocal: _float_only(_unary(op_api.reciprocal)),
+    np.exp: _float_only(_unary(op_api.exp)), np.expm1: _float_only(_unary(op_api.expm1)),
+    np.exp2: _float_only(_exp_base(2.0)), np.log: _float_only(_unary(op_api.log)),
+    np.log1p: _float_only(_unary(op_api.log1p)), np.log2: _float_only(_log_base(2.0)),
+    np.log10: _float_only(_log_base(10.0)), np.sin: _float_only(_unary(op_api.sin)),
+    np.cos: _float_only(_unary(op_api.cos)), np.tan: _float_only(_unary(op_api.tan)),
+    np.tanh: _float_only(_unary(op_api.tanh)), np.sinh: _float_only(_sinh),
+    np.cosh: _float_only(_cosh), np.floor: _float_only(_unary(op_api.floor)),
+    np.ceil: _float_only(_unary(op_api.ceil)), np.rint: _float_only(_unary(op_api.round)),
+    np.sign: _unary(op_api.sign), np.isnan: _unary(op_api.is_nan), np.isinf: _unary(op_api.is_inf),
+    np.isfinite: _unary(op_api.is_finite), np.deg2rad: _float_only(_scale(math.pi / 180)),
     np.rad2deg: _float_only(_scale(180 / math.pi)), np.conjugate: _real_only("conjugate"),
     np.radians: _float_only(_scale(math.pi / 180)), np.degrees: _float_only(_scale(180 / math.pi)),
     np.arctan: _float_only(lambda x: api().atan2(x, api().ones_like(x))),
     np.arcsin: _float_only(_arcsin), np.arccos: _float_only(_arccos),
     np.arcsinh: _float_only(_arcsinh), np.arccosh: _float_only(_arccosh),
     np.arctanh: _float_only(_arctanh), np.fmod: _fmod, np.trunc: _trunc,
-    np.fabs: _float_only(_unary("abs")), np.logaddexp: _float_only(_logaddexp(math.e)),
+    np.fabs: _float_only(_unary(op_api.abs)), np.logaddexp: _float_only(_logaddexp(math.e)),
     np.logaddexp2: _float_only(_logaddexp(2.0)), np.cbrt: _float_only(_cbrt),
     np.signbit: _float_only(_signbit), np.copysign: _float_only(_copysign),
-    np.heaviside: _float_only(_heaviside), np.float_power: _float_only(_binary("pow")),
+    np.heaviside: _float_only(_heaviside), np.float_power: _float_only(_binary(op_api.pow)),
 }
 REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
             np.logical_and: "all", np.logical_or: "any"}
@@ -397,7 +403,7 @@ def call(ufunc, inputs) -> TracedArray:
         result = tensors[0] if ufunc is np.absolute else api().sign(
             to_tensor(tensors[0], np.int64))
     elif loop[0].kind == "b" and ufunc in _BOOL_AS_LOGIC:
-        result = getattr(api(), _BOOL_AS_LOGIC[ufunc])(*tensors)   # True + True is True
+        result = _BOOL_AS_LOGIC[ufunc](*tensors)   # True + True is True
     else:
         try:
             result = build(*tensors)
@@ -434,8 +440,8 @@ def _out_of_range_comparison(ufunc, inputs, loop):
 
 
 # bool inputs: NumPy's add/multiply/maximum/minimum loops are or/and
-_BOOL_AS_LOGIC = {np.add: "logical_or", np.multiply: "logical_and",
-                  np.maximum: "logical_or", np.minimum: "logical_and"}
+_BOOL_AS_LOGIC = {np.add: op_api.logical_or, np.multiply: op_api.logical_and,
+                  np.maximum: op_api.logical_or, np.minimum: op_api.logical_and}
 # ring operations: computed in int64 when the op has no kernel for a narrow integer type
 _WRAPPING = (np.add, np.subtract, np.multiply, np.negative, np.power, np.square)
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..compiler.core import ir
 from ..compiler.core.graph import name_scope
 from ..compiler.core.ir_build import remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import unknown_shape
 from . import lower_index as lx
 from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,

@@ -186,7 +186,7 @@ OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, STOP_GRADIENT
 # --- lowerings to kernel IR ---------------------------------------------------------------------
 def _lower_const(ctx, op, inputs):
     from ..compiler.core import ir
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
 
     value = op.get_attr("value")
     dtype = op.get_attr("dtype")

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor, name_scope
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import unknown_shape
 from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_error,
                            static_int, static_ints)

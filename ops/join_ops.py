@@ -15,7 +15,7 @@ import numpy as np
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
 from ..compiler.core.ir_build import remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import unknown_shape
 from . import lower_index as lx
 from .array_common import (check_rank, convert_list, index_tensor, normalize_axis,

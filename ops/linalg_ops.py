@@ -30,6 +30,7 @@ import numpy as np
 from ..compiler.core.graph import Tensor
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import array_ops, basic_ops, fill_ops, math_compare, math_ops, shape_ops
 from .builder import check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef
 
@@ -197,14 +198,12 @@ def _solve_grad(op, grad):
 
 def _lower_half_diagonal(x: Tensor) -> Tensor:
     """x's strict lower triangle, plus half its diagonal (zeros above), per matrix."""
-    import flowjit as tf
-
-    n = tf.shape(x)[-1]
-    rows = tf.expand_dims(tf.range(n), -1)
-    cols = tf.expand_dims(tf.range(n), 0)
-    weight = tf.where_v2(tf.greater(rows, cols), tf.constant(1.0, x.dtype),
-                         tf.where_v2(tf.equal(rows, cols), tf.constant(0.5, x.dtype),
-                                     tf.constant(0.0, x.dtype)))
+    n = shape_ops.shape(x)[-1]
+    rows = array_ops.expand_dims(fill_ops.range(n), -1)
+    cols = array_ops.expand_dims(fill_ops.range(n), 0)
+    one, half, zero = (basic_ops.constant(v, x.dtype) for v in (1.0, 0.5, 0.0))
+    weight = math_ops.where_v2(math_compare.greater(rows, cols), one,
+                               math_ops.where_v2(math_compare.equal(rows, cols), half, zero))
     return x * weight
 
 
@@ -224,7 +223,7 @@ GRADIENTS = ((MATRIX_INVERSE, _inverse_grad), (MATRIX_DETERMINANT, _det_grad),
 def _lowering(routine_name: str):
     def lower(ctx, op, inputs):
         from ..compiler.core import ir
-        from ..compiler.lowering import NotLowerable
+        from ..compiler.core.ir_build import NotLowerable
 
         routine = ir.Routine[routine_name]
         out = op.outputs[0]

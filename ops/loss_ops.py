@@ -22,7 +22,7 @@ from ..compiler.core.graph import Tensor
 from ..compiler.core.ir import Combiner
 from ..compiler.core.ir import Scalar as S
 from ..compiler.core.ir_build import cast, reduce_axes
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..errors import InvalidArgumentError
 from .array_common import move_axis_to_end
 from .activation_ops import _compute_dtype, _shifted, _static_axis

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..compiler.core import ir
 from ..compiler.core.ir import Expr
 from ..compiler.core.ir import Scalar as S
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 
 _ARITH = {S.ADD: lambda a, b: a + b, S.SUB: lambda a, b: a - b, S.MUL: lambda a, b: a * b,
           S.FLOORDIV: lambda a, b: a // b, S.MOD: lambda a, b: a % b, S.MAX: max, S.MIN: min}

@@ -20,7 +20,7 @@ from ..compiler.core import ir
 from ..compiler.core.ir import Combiner, Expr, Node
 from ..compiler.core.ir import Scalar as S
 from ..compiler.core.ir_build import cast, load_broadcast, reduce_axes
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from .lower_util import require_real
 
 

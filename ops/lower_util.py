@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..compiler.core import ir
 from ..compiler.core.ir_build import map_nodes
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 
 
 def require_real(op, nodes=None):

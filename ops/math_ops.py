@@ -229,7 +229,7 @@ def _lower_select(ctx, op, inputs):
     rank > 1) a vector choosing rows."""
     from ..compiler.core import ir
     from ..compiler.core.ir import Scalar as S
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
     from .lower_util import require_real
 
     require_real(op)
@@ -263,7 +263,7 @@ def _lower_clip(ctx, op, inputs):
     from ..compiler.core import ir
     from ..compiler.core.ir import Scalar as S
     from ..compiler.core.ir_build import load_broadcast
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
     from .lower_util import require_real
 
     require_real(op)

@@ -181,7 +181,7 @@ OP_DEFS = (MATMUL, BATCH_MATMUL_V2)
 def _lower_matmul(ctx, op, inputs):
     """A BLAS call for float32/float64 (float16 through float32, as the kernel does)."""
     from ..compiler.core import ir
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
     from .lower_reduce import cast_node, compute_dtype
 
     a, b = inputs
@@ -224,7 +224,7 @@ def _lower_batch_matmul(ctx, op, inputs):
     flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
     broadcast (a size 1 against a larger one) are not compiled."""
     from ..compiler.core import ir
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
     from .lower_reduce import cast_node, compute_dtype
 
     a, b = inputs

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..compiler.core import ir
 from ..compiler.core.ir_build import remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from . import lower_index as lx
 from .array_common import check_rank, describe_dims, index_tensor, runtime_error, static_ints
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor

@@ -91,7 +91,7 @@ def _gradient(op, grad):
 def _lower(ctx, op, inputs):
     """Row scatter (indices of shape [k, 1]) as SCATTER; anything else stays a runtime op."""
     from ..compiler.core import ir
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
     from . import lower_index as lx
     from .gather_ops import _guarded, _index_check
 

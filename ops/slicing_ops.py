@@ -24,7 +24,7 @@ from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
 from ..compiler.core.ir_build import remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import Dimension, TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
 from . import gather_ops

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import Tensor
 from ..compiler.core.shapes import unknown_shape
+from . import fill_ops, math_unary, reduction_ops, reshape_ops, segment_ops, shape_ops
 from .builder import REALS, check_dtype, graph_for, make_op, to_tensor
 from .registry import OpDef
 
@@ -118,17 +119,16 @@ def sort_positions(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
 
 # --- gradient ----------------------------------------------------------------------------------
 def _sort_grad(op, grad):
-    import flowjit as tf
-
     x = op.inputs[0]
-    shape = tf.shape(x, out_type=tf.int64)
+    shape = shape_ops.shape(x, out_type=_dtypes.int64)
     n = shape[-1]
-    total = tf.reduce_prod(shape)
+    total = reduction_ops.reduce_prod(shape)
     positions = make_op(ARG_SORT, [x], {}).outputs[0]
-    row_start = tf.reshape(tf.range(tf.cast(0, tf.int64), total, n), [-1, 1])
-    flat_ids = tf.reshape(tf.reshape(positions, [-1, n]) + row_start, [-1])
-    flat = tf.unsorted_segment_sum(tf.reshape(grad, [-1]), flat_ids, total)
-    return [tf.reshape(flat, shape)]
+    zero = math_unary.cast(0, _dtypes.int64)
+    row_start = reshape_ops.reshape(fill_ops.range(zero, total, n), [-1, 1])
+    flat_ids = reshape_ops.reshape(reshape_ops.reshape(positions, [-1, n]) + row_start, [-1])
+    flat = segment_ops.unsorted_segment_sum(reshape_ops.reshape(grad, [-1]), flat_ids, total)
+    return [reshape_ops.reshape(flat, shape)]
 
 
 GRADIENTS = ((SORT, _sort_grad),)
@@ -138,7 +138,7 @@ GRADIENTS = ((SORT, _sort_grad),)
 def _lowering(routine_name: str):
     def lower(ctx, op, inputs):
         from ..compiler.core import ir
-        from ..compiler.lowering import NotLowerable
+        from ..compiler.core.ir_build import NotLowerable
 
         (x,) = inputs
         if op.inputs[0].dtype.is_bool or not x.shape:

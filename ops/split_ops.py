@@ -11,7 +11,7 @@ import numpy as np
 
 from ..compiler.core import ir
 from ..compiler.core.ir_build import remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import Dimension, unknown_shape
 from . import lower_index as lx
 from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,

@@ -18,7 +18,7 @@ from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
 from ..compiler.core.ir import Combiner
 from ..compiler.core.ir_build import reduce_axes, remap
-from ..compiler.lowering import NotLowerable
+from ..compiler.core.ir_build import NotLowerable
 from .builder import INDEX_TYPES, NUMERIC, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_shape_from_tensor
 from .registry import OpDef

@@ -14,11 +14,13 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import GraphKeys, Tensor, get_default_graph
+from ..compiler.core.session_hook import session_for
 from ..compiler.core.shapes import as_shape
 from ..errors import InvalidArgumentError
 from .basic_ops import group, identity, no_op
 from .builder import make_op, to_tensor
 from .registry import OpDef, Trait
+from .variable_ref import VariableRef
 
 # --- ops ------------------------------------------------------------------------------------
 
@@ -28,8 +30,6 @@ def _variable_infer(op):
 
 
 def _variable_kernel(ctx, inputs, attrs):
-    from ..runtime.state import VariableRef  # a runtime value type; no runtime logic here
-
     return [VariableRef(ctx.state, ctx.op.name, ctx.op)]
 
 
@@ -70,8 +70,6 @@ def _update_infer(op):
 
 
 def _require_ref(ctx, ref):
-    from ..runtime.state import VariableRef
-
     if type(ref) is not VariableRef:
         raise InvalidArgumentError(None, ctx.op, "Input 'ref' must be a variable reference; "
                                                  "a variable's value cannot be fed and "
@@ -288,9 +286,7 @@ class Variable:
 
     def load(self, value, session=None):
         """Set the variable's value in `session` from a NumPy/Python value."""
-        from ..runtime.session import _session_for
-
-        session = _session_for(session, self.graph)
+        session = session_for(session, self.graph)
         session.run(self._initializer_op, {self._initial_value: value})
 
     def __repr__(self):
@@ -350,7 +346,7 @@ def is_variable_initialized(variable) -> Tensor:
 # --- lowerings (used when a compiled cluster holds the update: runtime/cluster_updates.py) ----
 def _check_shape(ctx, op, node, shape, what: str):
     """Kernel checks that `node` has `shape` (a TensorShape; unknown dims are not checked)."""
-    from ..compiler.lowering import NotLowerable
+    from ..compiler.core.ir_build import NotLowerable
 
     if shape.rank is None:
         return
@@ -374,7 +370,7 @@ def _lower_assign(ctx, op, inputs):
 
 def _lowering_of_update(binary_op_def):
     def lower(ctx, op, inputs):
-        from ..compiler.lowering import NotLowerable
+        from ..compiler.core.ir_build import NotLowerable
 
         old, delta = inputs
         if len(old.shape) != len(delta.shape):

@@ -42,6 +42,14 @@ import sys
 
 import numpy as np
 
+from ..compiler.core.graph import Graph
+from ..compiler.core.graph_def import GraphDef
+from ..compiler.core.graph_def_codec import DecodeError
+from ..compiler.graph_import import import_graph_def
+from ..errors import OpError
+from .config import ConfigProto
+from .session import Session
+
 _SOURCE_KINDS = ("random", "zeros", "ones", "value")
 _MAXINT32 = 2**31 - 1
 
@@ -146,15 +154,12 @@ def count_unseeded_random_ops(graph_def) -> int:
 
 def load_graph(path: str, seed: int | None = None):
     """(a new Graph holding the GraphDef in `path`, unseeded random ops left); UsageError."""
-    import flowjit as tf
-    from flowjit.compiler.core.graph_def_codec import DecodeError
-
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read the graph {path}: {exc.strerror or exc}") from None
-    graph_def = tf.GraphDef()
+    graph_def = GraphDef()
     try:
         graph_def.ParseFromString(data)
     except DecodeError as exc:
@@ -163,10 +168,10 @@ def load_graph(path: str, seed: int | None = None):
                          "its tf.train.write_graph writes, not TensorFlow's protobuf") from None
     if seed is not None:
         seed_unseeded_random_ops(graph_def, seed)
-    graph = tf.Graph()
+    graph = Graph()
     try:
         with graph.as_default():
-            tf.import_graph_def(graph_def, name="")
+            import_graph_def(graph_def, name="")
     except (ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"cannot import {path}: {exc}") from None
     return graph, count_unseeded_random_ops(graph_def)
@@ -361,9 +366,6 @@ def _list_ops(graph, out) -> None:
 
 def execute(args, out=None, err=None) -> int:
     """Run the parsed `run` command; raises UsageError for mistakes found before running."""
-    import flowjit as tf
-    from flowjit.errors import OpError
-
     out, err = out or sys.stdout, err or sys.stderr
     if args.steps < 0:
         raise UsageError("--steps must be at least 0")
@@ -383,8 +385,8 @@ def execute(args, out=None, err=None) -> int:
     if unseeded and args.format == "text":
         print(f"note: {unseeded} random op(s) of {os.path.basename(args.graph)} have no seed, "
               "so values differ from run to run; --seed N makes them reproducible", file=err)
-    config = tf.ConfigProto(jit=False) if args.no_jit else tf.ConfigProto()
-    with tf.Session(graph=graph, config=config) as sess:
+    config = ConfigProto(jit=False) if args.no_jit else ConfigProto()
+    with Session(graph=graph, config=config) as sess:
         for step, actions in [(0, setup)] + [(i, body) for i in range(1, args.steps + 1)]:
             values = {}
             for kind, names, what in actions:

@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..compiler.core.graph import Operation, Tensor, get_default_graph
+from ..compiler.core.session_hook import get_default_session  # noqa: F401 - public name
+from ..compiler.core.session_hook import default_sessions, push_interactive, remove_interactive
 from . import clustering
 from .config import ConfigProto, NodeStats, TraceLevel, jit_options
 from .executor import build_plan, execute
@@ -166,11 +168,11 @@ class Session:
     @contextlib.contextmanager
     def as_default(self):
         """Make this the default session (for Tensor.eval / Operation.run) inside the block."""
-        _default_sessions().append(self)
+        default_sessions().append(self)
         try:
             yield self
         finally:
-            _default_sessions().pop()
+            default_sessions().pop()
 
     def __enter__(self):
         graph_ctx = self._graph.as_default()
@@ -200,46 +202,15 @@ class InteractiveSession(Session):
         super().__init__(target, graph, config)
         self._graph_ctx = self._graph.as_default()
         self._graph_ctx.__enter__()
-        _interactive.append(self)
+        push_interactive(self)
 
     def close(self):
-        if self in _interactive:
-            _interactive.remove(self)
+        if remove_interactive(self):
             try:
                 self._graph_ctx.__exit__(None, None, None)
             except IndexError:
                 pass
         super().close()
-
-
-_local = threading.local()
-_interactive: list = []
-
-
-def _default_sessions() -> list:
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    return _local.stack
-
-
-def get_default_session():
-    """The innermost session of `with sess.as_default()` (or an InteractiveSession), or None."""
-    stack = _default_sessions()
-    if stack:
-        return stack[-1]
-    return _interactive[-1] if _interactive else None
-
-
-def _session_for(session, graph):
-    session = session or get_default_session()
-    if session is None:
-        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
-                         "registered. Use `with sess.as_default()` or pass an explicit session "
-                         "to `eval(session=sess)`.")
-    if session.graph is not graph:
-        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph "
-                         "is different from the session's graph.")
-    return session
 
 
 def _fetch_value(value, fed_arrays):

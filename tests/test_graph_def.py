@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import flowjit as tf
 from flowjit import errors, gfile, train
-from flowjit.compiler.core.graph_def import (GraphDef, NodeDef, import_graph_def, node_def_for,
-                                        parse_text)
+from flowjit.compiler.core.graph_def import GraphDef, NodeDef, node_def_for, parse_text
+from flowjit.compiler.graph_import import import_graph_def
 from flowjit.compiler.core.graph_def_codec import MAGIC, DecodeError
 from flowjit.compiler.core.shapes import TensorShape
 from samples import all_samples
@@ -460,7 +460,8 @@ train.write_graph(tf.get_default_graph().as_graph_def(), sys.argv[1], "g.pb", as
 _READER = """
 import sys, pickle, numpy as np, flowjit as tf
 from flowjit import gfile
-from flowjit.compiler.core.graph_def import GraphDef, import_graph_def
+from flowjit.compiler.core.graph_def import GraphDef
+from flowjit.compiler.graph_import import import_graph_def
 results = {}
 for name in ("g.pbtxt", "g.pb"):
     with tf.Graph().as_default() as g:

@@ -8,8 +8,8 @@ TensorShape, read-only NumPy arrays, ...).  `SerializeToString`/`ParseFromString
 binary form and `str()`/`FromText` the text form; both are defined in
 `compiler/core/graph_def_codec.py`, and `ParseFromString` accepts either.
 
-`import_graph_def` rebuilds a GraphDef in a graph through `Graph.create_op`, in dependency
-order, so every imported op runs its op definition's inference exactly as if built by hand.
+Importing (`import_graph_def`) needs the op table, so it sits above ops in
+`compiler/graph_import.py`; this module only writes and reads the description.
 Checks that can be made without building anything (unknown op types, missing inputs,
 cycles, name clashes, unused input_map keys, unknown return elements) are made first, so a
 bad GraphDef leaves the graph untouched.  This module reaches `ops/registry.py` (a leaf
@@ -18,16 +18,13 @@ module) to look op types up; it imports nothing else from `ops/`.
 
 from __future__ import annotations
 
-import contextlib
-import heapq
 
-from ...errors import NotFoundError
 from . import graph_def_codec as _codec
-from .graph import _VALID_NAME, Graph, Operation, Tensor, get_default_graph
+from .graph import Graph, Operation, Tensor
 from .graph_def_codec import FORMAT_VERSION, DecodeError
 
 __all__ = ["GraphDef", "NodeDef", "VersionDef", "DecodeError", "FORMAT_VERSION",
-           "graph_to_graph_def", "node_def_for", "import_graph_def", "parse_text"]
+           "graph_to_graph_def", "node_def_for", "parse_text"]
 
 _SHAPES_ATTR = "_output_shapes"
 
@@ -186,190 +183,3 @@ def graph_to_graph_def(graph: Graph, add_shapes: bool = False) -> GraphDef:
     """Describe every op of `graph`, in creation order (which is a dependency order)."""
     return GraphDef([node_def_for(op, add_shapes) for op in graph.get_operations()],
                     VersionDef(FORMAT_VERSION, 1))
-
-
-# --- GraphDef -> graph ------------------------------------------------------------------------
-
-
-def _split_input(spec: str):
-    """("op", index, is_control) for "op", "op:3" or "^op"."""
-    if spec.startswith("^"):
-        return spec[1:], -1, True
-    name, sep, index = spec.rpartition(":")
-    if sep and index.isdigit():
-        return name, int(index), False
-    return spec, 0, False
-
-
-def _canonical_key(key: str) -> str:
-    name, index, control = _split_input(key)
-    return f"^{name}" if control else f"{name}:{index}"
-
-
-def _dependency_order(nodes: list, by_name: dict) -> list:
-    """Nodes sorted so producers come first, keeping the listed order where free to."""
-    position = {n.name: i for i, n in enumerate(nodes)}
-    waiting = {}
-    consumers = {n.name: [] for n in nodes}
-    for n in nodes:
-        deps = set()
-        for spec in n.input:
-            producer = _split_input(spec)[0]
-            if producer not in by_name:
-                raise ValueError(f"graph_def is invalid at node '{n.name}': input '{spec}' "
-                                 f"names a node '{producer}' that is not in the graph_def.")
-            deps.add(producer)
-        waiting[n.name] = len(deps)
-        for d in deps:
-            consumers[d].append(n.name)
-    ready = [position[name] for name, count in waiting.items() if count == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        node = nodes[heapq.heappop(ready)]
-        order.append(node)
-        for c in consumers[node.name]:
-            waiting[c] -= 1
-            if waiting[c] == 0:
-                heapq.heappush(ready, position[c])
-    if len(order) != len(nodes):
-        stuck = sorted((n for n, c in waiting.items() if c > 0), key=position.get)
-        raise ValueError(f"graph_def contains a cycle: nodes {stuck[:10]} depend on each other "
-                         "(directly or through their inputs), so there is no order to build "
-                         "them in.")
-    return order
-
-
-def _prepare_input_map(input_map, graph: Graph, by_name: dict) -> dict:
-    from ...ops.conversion import convert_to_tensor  # only for non-Tensor values
-
-    out = {}
-    for key, value in (input_map or {}).items():
-        if not isinstance(key, str):
-            raise TypeError(f"input_map keys must be tensor names (str), got {key!r}.")
-        canon = _canonical_key(key)
-        if hasattr(value, "_as_graph_element"):
-            value = value._as_graph_element()
-        if canon.startswith("^"):
-            if not isinstance(value, Operation):
-                raise TypeError(f"input_map['{key}'] maps a control input and must be an "
-                                f"Operation, got {value!r}.")
-        elif not isinstance(value, Tensor):
-            with graph.as_default():
-                value = convert_to_tensor(value)
-        if value.graph is not graph:
-            raise ValueError(f"input_map['{key}'] = {value.name} is from a different graph "
-                             "than the one being imported into.")
-        out[canon] = value
-    unused = [k for k in out if _split_input(k)[0] not in by_name]
-    if unused:
-        raise ValueError(f"Attempted to map inputs that were not found in graph_def: {unused}")
-    return out
-
-
-def _resolve_returns(return_elements, by_name: dict) -> list:
-    specs = []
-    for spec in return_elements:
-        if not isinstance(spec, str):
-            raise TypeError(f"return_elements must be names (str), got {spec!r}.")
-        name, index, _ = _split_input(spec)
-        if name not in by_name:
-            kind = "tensor" if ":" in spec else "operation"
-            raise ValueError(f"Requested return {kind} '{spec}' not found in graph def.")
-        specs.append((name, index if ":" in spec else None))
-    return specs
-
-
-def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, name=None,
-                     op_dict=None, producer_op_list=None):
-    """Add the ops of `graph_def` to the default graph, under the name prefix `name`.
-
-    `name` defaults to "import" (made unique, inside the current name scope); `name=""`
-    imports the names unchanged.  `input_map` maps tensor names of the GraphDef ("x:0", "x",
-    or "^x" for a control input) to tensors (operations) of the default graph, which
-    replace them as inputs.  Returns the tensors ("y:0") and operations ("train") named in
-    `return_elements`, in order, or None.  `op_dict` and `producer_op_list` are accepted and
-    ignored, as in TensorFlow.  Raises ValueError for an invalid GraphDef, NotFoundError
-    for an op type flowjit does not know.
-    """
-    from ...ops import registry  # a leaf module: the op table
-
-    if not isinstance(graph_def, GraphDef):
-        raise TypeError(f"graph_def must be a GraphDef, got {type(graph_def).__name__}.")
-    if graph_def.versions.min_consumer > FORMAT_VERSION:
-        raise ValueError(f"This graph_def needs a reader of format version "
-                         f">= {graph_def.versions.min_consumer}; this flowjit reads "
-                         f"{FORMAT_VERSION}.")
-    graph = get_default_graph()
-    nodes = list(graph_def.node)
-    by_name = {}
-    for n in nodes:
-        if not isinstance(n.name, str) or not _VALID_NAME.match(n.name):
-            raise ValueError(f"graph_def has an invalid node name {n.name!r}.")
-        if n.name in by_name:
-            raise ValueError(f"graph_def has two nodes named '{n.name}'.")
-        by_name[n.name] = n
-    op_defs = {}
-    for n in nodes:
-        try:
-            op_defs[n.name] = registry.lookup(n.op)
-        except NotFoundError as e:
-            raise NotFoundError(None, None, f"{e.message} (needed by node '{n.name}' of the "
-                                            "graph_def being imported)") from None
-    order = _dependency_order(nodes, by_name)
-    mapped = _prepare_input_map(input_map, graph, by_name)
-    returns = _resolve_returns(return_elements or [], by_name)
-
-    with graph.name_scope("import" if name is None else name) as prefix:
-        clashes = [prefix + n.name for n in nodes if prefix + n.name in graph]
-        if clashes:
-            raise ValueError(f"Cannot import graph_def: the graph already has operations "
-                             f"named {clashes[:5]}; pass another `name` prefix.")
-        created = {}
-        for n in order:
-            created[n.name] = _import_node(graph, n, op_defs[n.name], prefix, created, mapped)
-
-    results = []
-    for op_name, index in returns:
-        op = created[op_name]
-        if index is None:
-            results.append(op)
-        elif index >= len(op.outputs):
-            raise ValueError(f"Requested return tensor '{op_name}:{index}' not found in graph "
-                             f"def: '{op_name}' has {len(op.outputs)} outputs.")
-        else:
-            results.append(op.outputs[index])
-    return results if return_elements is not None else None
-
-
-def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict,
-                 mapped: dict) -> Operation:
-    inputs, controls = [], []
-    for spec in node.input:
-        producer, index, control = _split_input(spec)
-        if control:
-            controls.append(mapped.get(f"^{producer}", created[producer]))
-            continue
-        source = created[producer]
-        if index >= len(source.outputs):
-            raise ValueError(f"graph_def is invalid at node '{node.name}': input '{spec}' asks "
-                             f"for output {index} of '{producer}', which has "
-                             f"{len(source.outputs)} outputs.")
-        original = source.outputs[index]
-        t = mapped.get(f"{producer}:{index}", original)
-        if t.dtype is not original.dtype:
-            raise ValueError(f"Input {len(inputs)} of node {prefix}{node.name} was passed "
-                             f"{t.dtype.name} from {t.name} incompatible with expected "
-                             f"{original.dtype.name}.")
-        inputs.append(t)
-    attrs = dict(node.attr)
-    shapes = attrs.pop(_SHAPES_ATTR, None)
-    device = graph.device(node.device) if node.device else contextlib.nullcontext()
-    with device:
-        op = graph.create_op(op_def, inputs, attrs, prefix + node.name + "/",
-                             control_inputs=controls)
-    if isinstance(shapes, (list, tuple)) and len(shapes) == len(op.outputs):
-        for t, s in zip(op.outputs, shapes):
-            t.set_shape(s)  # refine with the shapes recorded by as_graph_def(add_shapes=True)
-    return op
-

@@ -2,8 +2,9 @@
 
 Owns broadcasting (`broadcast_shape`, `load_broadcast`), elementwise nodes (`elementwise`,
 `map_nodes`), reductions (`reduce_axes`), index remapping (`remap`, used by transpose,
-slicing, padding...) and scalar helpers (`call`, `cast`, `scalar_const`).  Lowerings in
-`ops/` compose these; they never emit code.
+slicing, padding...), scalar helpers (`call`, `cast`, `scalar_const`), and `NotLowerable`,
+the exception a lowering raises for a form it cannot compile.  Lowerings in `ops/` compose
+these; they never emit code.
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from __future__ import annotations
 from . import ir
 from .ir import Combiner, Expr, Node, Scalar
 from .unit_dims import is_unit
+
+
+class NotLowerable(Exception):
+    """An op that cannot be compiled (no lowering, or an unsupported form); says why.
+
+    Raised by op lowerings (ops/) and the lowering driver (compiler/lowering.py); the
+    clustering step keeps such ops with the executor."""
 
 
 def call(op: Scalar, dtype, *args: Expr) -> Expr:

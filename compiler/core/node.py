@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ... import dtypes as _dtypes
 from ...errors import describe_op
+from .session_hook import session_for
 from .shapes import TensorShape, as_shape
 
 if TYPE_CHECKING:
@@ -125,9 +126,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in `session` (default: the default session) and return its value."""
-        from ...runtime.session import _session_for  # runtime sits above compiler
-
-        return _session_for(session, self.graph).run(self, feed_dict)
+        return session_for(session, self.graph).run(self, feed_dict)
 
     def __repr__(self):
         return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
@@ -239,9 +238,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Run this op in `session` (default: the default session)."""
-        from ...runtime.session import _session_for
-
-        _session_for(session, self._graph).run(self, feed_dict)
+        session_for(session, self._graph).run(self, feed_dict)
 
     def _add_control_input(self, op: Operation):
         """Used only while the op is being built (e.g. by `group`); the graph stays append-only."""

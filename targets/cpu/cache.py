@@ -39,6 +39,7 @@ import uuid
 
 import numpy as np
 
+from ..._version import __version__ as flowjit_version
 from ...compiler.core.ir import Node, Program
 
 log = logging.getLogger("flowjit.cache")
@@ -203,9 +204,6 @@ def static_material() -> dict:
     if _static_material is None:
         import llvmlite
         import llvmlite.binding as ll
-        import numpy as np
-
-        from ... import __version__ as flowjit_version
 
         _static_material = {
             "format": FORMAT,

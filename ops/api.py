@@ -1,0 +1,28 @@
+"""The op functions under their TensorFlow 1.x names, in one flat namespace.
+
+This is the vocabulary `import flowjit as tf` exposes (the package root re-exports it with
+`from .ops.api import *`), gathered here so that layers below the root — the NumPy front
+end in compiler/ — call op functions directly instead of reaching up to the package root
+(docs/architecture.md, "Layers").  It defines nothing: every name comes from the module
+that defines the op.  Sub-namespaces (`tf.math`, `tf.linalg`, ...) are built by the root.
+"""
+
+from ..dtypes import (complex64, complex128, float16, float32, float64, int8,  # noqa: F401
+                      int16, int32, int64, uint8, uint16, uint32, uint64)
+from .array_ops import *  # noqa: F401,F403
+from .basic_ops import (constant, group, identity, no_op, placeholder,  # noqa: F401
+                        placeholder_with_default, stop_gradient)
+from .segment_ops import unsorted_segment_sum  # noqa: F401
+from .scatter_ops import tensor_scatter_nd_update  # noqa: F401
+from .linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_solve  # noqa: F401
+from .sort_ops import argsort, sort  # noqa: F401
+from .conversion import convert_to_tensor  # noqa: F401
+from .init_ops import *  # noqa: F401,F403
+from .math_ops import *  # noqa: F401,F403
+from .composite_ops import (atan, clip_by_global_norm, clip_by_norm, cumsum,  # noqa: F401
+                            div_no_nan, global_norm, norm, reduce_euclidean_norm)
+from .matmul_ops import *  # noqa: F401,F403
+from .random_ops import *  # noqa: F401,F403
+from .reduction_ops import *  # noqa: F401,F403
+from .shape_ops import *  # noqa: F401,F403
+from .slicing_ops import *  # noqa: F401,F403

@@ -1,0 +1,51 @@
+"""`VariableRef`: the value a variable op produces when it runs.
+
+A reference that consumers dereference when *they* run, so reads ordered after an
+assignment by a control dependency see the new value (TensorFlow's ref semantics).  It
+lives with the variable ops (docs/architecture.md: state handles belong to the op family
+that makes them); the runtime's per-session state (runtime/state.py) holds the values it
+points at: `state.variables[key]`.
+
+Invariant: a stored variable value is never mutated in place; `assign` replaces the array
+(read-only, so a kernel bug that writes into one fails loudly), so every value handed out
+earlier stays a correct snapshot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FailedPreconditionError
+
+
+class VariableRef:
+    """A reference to variable `key` of a session, produced by VariableV2 ops."""
+
+    __slots__ = ("state", "key", "op")
+
+    def __init__(self, state, key: str, op):
+        # state: the owning session's runtime.state.SessionState (only `.variables` is used)
+        self.state = state
+        self.key = key
+        self.op = op
+
+    def read(self, reader=None) -> np.ndarray:
+        """The variable's current value; FailedPreconditionError if it is uninitialized."""
+        value = self.state.variables.get(self.key)
+        if value is None:
+            msg = f"Attempting to use uninitialized value {self.key}"
+            if reader is not None and reader is not self.op:
+                msg += f" (read by op '{reader.name}')"
+            msg += (". Run its initializer first, e.g. "
+                    "sess.run(flowjit.global_variables_initializer()).")
+            raise FailedPreconditionError(None, self.op, msg)
+        return value
+
+    def assign(self, value: np.ndarray) -> np.ndarray:
+        value = np.array(value, copy=True)
+        value.flags.writeable = False
+        self.state.variables[self.key] = value
+        return value
+
+    def is_initialized(self) -> bool:
+        return self.key in self.state.variables
