@@ -1,11 +1,18 @@
 """The compiler pipeline: every stage, in order, by name; each can be dumped.
 
-`compile_cluster(ops, inputs, specs, outputs)` lowers a cluster of graph ops to kernel IR,
-runs the IR passes of `PASSES` in order, schedules (fusion and loop grouping, then tiling
-and memory planning decisions recorded on the schedule), generates the CPU module and
-builds it.  `Stages` keeps the text of every stage (the loop IR among them:
-compiler/loop_ir.py); `FLOWJIT_DUMP=<dir>` writes them to
-files as they are produced (DESIGN.md principles 3 and 7).
+`compile_cluster(ops, inputs, specs, outputs, target=...)` lowers a cluster of graph ops to
+kernel IR, runs the IR passes of `PASSES` in order, checks that the target renders every
+node kind, scalar operation and dtype of the result, schedules (fusion and loop grouping,
+then memory planning, with the target's `ScheduleOptions`) and hands the optimized program,
+the schedule and the kernel signature to the target, which returns the compiled kernel.
+`Stages` keeps the text of every stage (the target adds its own, such as the loop IR:
+compiler/loop_ir.py); `FLOWJIT_DUMP=<dir>` writes them to files as they are produced
+(docs/architecture.md, principles 3 and 7).
+
+The target is an argument, duck-typed: anything with the fields of the target protocol
+(targets/target.py: `kind`, `capabilities.missing(program)`, `schedule_options`,
+`compile(program, schedule, signature)`).  This module never imports a target (the layers
+of docs/architecture.md); runtime/ picks one.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ import os
 from . import passes
 from .core import ir
 from .core.ir_text import program_text
-from .lowering import lower_cluster
+from .lowering import NotLowerable, lower_cluster
 from .schedule import make_schedule
+from .signature import signature_of
 
 PASSES = (
     ("constant_fold", passes.constant_fold),
@@ -62,13 +70,18 @@ class Stages:
 
 @dataclasses.dataclass
 class CompiledCluster:
-    """A compiled cluster: call `kernel(*inputs, *constants)` to get a tuple of outputs."""
+    """A compiled cluster: call `kernel(*inputs, *constants)` to get a tuple of outputs.
+
+    `target`: the kind of target that built it (targets/target.py `TargetKind`);
+    `metadata`: what the target says about the kernel (its cache key among them)."""
 
     kernel: object
     source: str
     constants: list
     stages: Stages
     schedule: object
+    target: object = None
+    metadata: dict = dataclasses.field(default_factory=dict)
 
 
 def optimize(program, stages: Stages):
@@ -89,60 +102,46 @@ def schedule_text(schedule) -> str:
     return "\n".join(lines)
 
 
-def compile_program(program, constants=(), stages: Stages | None = None):
-    """Optimize, schedule, generate and build a kernel-IR program."""
-    from ..targets.cpu.build import build_cached
-
+def compile_program(program, constants=(), stages: Stages | None = None, *, target):
+    """Optimize and schedule a kernel-IR program, and compile it with `target` (a target
+    protocol object: module docstring).  NotLowerable when the target cannot render it."""
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
     program, constants = drop_unused_constants(program, list(constants))
-    schedule = make_schedule(program)
+    missing = target.capabilities.missing(program)
+    if missing:
+        raise NotLowerable(f"the {target.kind.value} target cannot run this cluster: {missing}")
+    schedule = make_schedule(program, target.schedule_options)
     stages.add("schedule", schedule_text(schedule))
-    generated: dict = {}
-    kernel, source = build_cached(program, lambda: _generate(schedule, generated))
-    stages.add("loop IR", generated.get("loop IR") or (lambda: _loop_ir_text(schedule)))
-    stages.add("source", source)
-    return CompiledCluster(kernel, source, list(constants), stages, schedule)
+    compiled = target.compile(program, schedule, signature_of(program))
+    for name, text in compiled.stages:
+        stages.add(name, text)
+    stages.add("source", compiled.source)
+    return CompiledCluster(compiled.kernel, compiled.source, list(constants), stages, schedule,
+                           target.kind, dict(compiled.metadata))
 
 
 def drop_unused_constants(program, constants: list):
     """(program, constants) without the constant inputs no node reads any more (e.g. the
     paddings of a Pad, read while lowering), so the kernel takes only the arrays it uses.
     Constants are the last inputs; kept inputs keep their positions (and parameter names)."""
-    from .core.ir import Program, Scalar, walk
-
     n_user = len(program.inputs) - len(constants)
     used = {id(n) for n in program.nodes()}
     for cond, _ in program.checks:
-        used.update(id(e.attr) for e in walk(cond) if e.op is Scalar.LOAD)
+        used.update(id(e.attr) for e in ir.walk(cond) if e.op is ir.Scalar.LOAD)
     keep = [k for k in range(len(constants)) if id(program.inputs[n_user + k]) in used]
     if len(keep) == len(constants):
         return program, constants
     inputs = list(program.inputs[:n_user]) + [program.inputs[n_user + k] for k in keep]
-    return (Program(inputs, program.outputs, program.checks, program.donated),
+    return (ir.Program(inputs, program.outputs, program.checks, program.donated),
             [constants[k] for k in keep])
 
 
-def _generate(schedule, stages: dict) -> str:
-    from ..targets.cpu.codegen import generate_source  # imports numba: only on a cache miss
-
-    return generate_source(schedule, stages=stages)
-
-
-def _loop_ir_text(schedule) -> str:
-    """The loop IR of a kernel loaded from the cache, built when someone asks for it."""
-    from ..targets.cpu.codegen import generate_source  # imports numba: only when asked
-
-    generated: dict = {}
-    generate_source(schedule, stages=generated)
-    return generated["loop IR"]
-
-
 def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = "",
-                    donated=()):
-    """Lower one cluster of graph ops and compile it (see compile_program). `donated`:
-    (input position, output index) pairs whose input arrays the caller lets the kernel
-    overwrite with that output (ir.Program.donated)."""
+                    donated=(), *, target):
+    """Lower one cluster of graph ops and compile it with `target` (see compile_program).
+    `donated`: (input position, output index) pairs whose input arrays the caller lets the
+    kernel overwrite with that output (ir.Program.donated)."""
     stages = Stages()
     if graph_text:
         stages.add("graph", graph_text)
@@ -150,4 +149,4 @@ def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text:
     if donated:
         program = ir.Program(program.inputs, program.outputs, program.checks, donated)
     stages.add("lowered", program_text(program))
-    return compile_program(program, [c for _, c in constants], stages)
+    return compile_program(program, [c for _, c in constants], stages, target=target)

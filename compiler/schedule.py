@@ -23,11 +23,18 @@ Rules (each recorded in `notes` when it splits a fusion):
 - a node joins the current group when its leading dimensions are the group's outer space
   and it reads earlier members only at the current outer index;
 - a *column reduction* (`is_column_reduction`: e.g. `x.sum(axis=0)` of a row-major matrix)
-  is a loop nest of its own, joining no group and joined by none.  Fused with its consumers
+  is a loop nest of its own, joining no group and joined by none, when the target asks for
+  it (`ScheduleOptions.column_reductions`, the CPU target's choice).  Fused with its consumers
   its outer loop would have to run over columns, each reduction walking a column with the
   row stride; alone, the target interchanges its loops so rows run outside and the
   contiguous columns inside (accumulating a row of partial results), and the consumers run
   over the reduced row in the following loop nest.
+
+Target hooks: the choices above that only pay off for one kind of machine are switched by
+the target's `ScheduleOptions` (targets/target.py hands them over; docs/architecture.md:
+compiler/ makes no target-specific decision on its own): column-reduction nests, and
+whether GEMM epilogues are looked for (compiler/gemm_epilogue.py).  The default options
+switch both off, a plain target-neutral schedule.
 """
 
 from __future__ import annotations
@@ -44,6 +51,20 @@ from .core.ir import Node, NodeKind, Scalar
 _CALL_KINDS = (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER, NodeKind.LIBCALL)
 
 _EXPENSIVE_BODY = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleOptions:
+    """What a target asks of the schedule (module docstring, "Target hooks").
+
+    column_reductions: give each column reduction a loop nest of its own, which the target
+    interchanges (rows outside, contiguous columns inside).
+    gemm_epilogues: record the elementwise nests a GEMM may apply to its tiles
+    (`Schedule.epilogues`), for a target whose matrix product takes them.
+    """
+
+    column_reductions: bool = False
+    gemm_epilogues: bool = False
 
 
 @dataclasses.dataclass
@@ -69,6 +90,7 @@ class Schedule:
     boxes: dict = dataclasses.field(default_factory=dict)  # id(node) -> {axis: (lo, hi)}
     epilogues: dict = dataclasses.field(default_factory=dict)  # id(matmul) -> Epilogue
     sizes: SizeClasses | None = None  # sizes the program's checks prove equal
+    options: ScheduleOptions = ScheduleOptions()  # the target's requests
 
 
 def _body_cost(node: Node) -> tuple:
@@ -223,7 +245,8 @@ def _aligned(idx, p: int) -> bool:
     return True
 
 
-def group_nodes(program: ir.Program, inline: set, resolved: dict):
+def group_nodes(program: ir.Program, inline: set, resolved: dict,
+                options: ScheduleOptions = ScheduleOptions()):
     """Loop groups in execution order, the ids of register-local members, and notes."""
     groups: list = []
     notes: list = []
@@ -238,7 +261,8 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict):
             member_group[id(n)] = len(groups) - 1
             continue
         current = groups[-1] if groups and groups[-1].kind == "loop" else None
-        if n.kind is NodeKind.REDUCE and is_column_reduction(n, resolved[id(n)]):
+        if options.column_reductions and n.kind is NodeKind.REDUCE and \
+                is_column_reduction(n, resolved[id(n)]):
             groups.append(Group(_outer_space(n), [n]))
             member_group[id(n)] = len(groups) - 1
             sealed.add(len(groups) - 1)
@@ -345,19 +369,21 @@ def _loads_of(expr):
     return [(e.attr, e.args) for e in ir.walk(expr) if e.op is Scalar.LOAD]
 
 
-def make_schedule(program: ir.Program) -> Schedule:
-    """Fusion decisions and loop groups for a program."""
+def make_schedule(program: ir.Program,
+                  options: ScheduleOptions = ScheduleOptions()) -> Schedule:
+    """Fusion decisions and loop groups for a program, with the target's `options`."""
     inline, notes = decide_inlining(program)
     nodes = program.nodes()
     by_id = {id(n): n for n in nodes}
     resolved = {id(n): resolve(n.body, inline, by_id) for n in nodes
                 if n.body is not None and id(n) not in inline}
-    groups, local, scratch, group_notes = group_nodes(program, inline, resolved)
+    groups, local, scratch, group_notes = group_nodes(program, inline, resolved, options)
     sched = Schedule(program, inline, groups, local, notes + group_notes, scratch=scratch,
-                     resolved=resolved)
+                     resolved=resolved, options=options)
     sched.sizes = SizeClasses(program)
     plan_memory(sched)
-    sched.epilogues = find_epilogues(sched)
+    if options.gemm_epilogues:
+        sched.epilogues = find_epilogues(sched)
     return sched
 
 

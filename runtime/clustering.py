@@ -35,7 +35,8 @@ must pay for itself (the "ski rental" rule of tiered JITs):
 - an op the compiler cannot lower (`NotLowerable`) makes that cluster signature run with the
   reference kernels for good (logged once on the `flowjit.jit` logger).
 The option lives in runtime/config.py (`ConfigProto(jit=...)`, `global_jit_level`,
-`FLOWJIT_JIT`).
+`FLOWJIT_JIT`); `JitOptions.target` picks what compiles clusters (runtime/targets.py: the
+cpu target by default, or the reference interpreter), and kernels are kept per target.
 
 Errors: a compiled kernel raises ValueError/ZeroDivisionError for bad sizes or integer
 division by zero; the cluster then reruns its ops with the reference kernels (stateless, so
@@ -56,6 +57,7 @@ import numpy as np
 
 from .. import dtypes
 from ..compiler.lowering import NotLowerable
+from ..compiler.pipeline import compile_cluster
 from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
@@ -64,6 +66,7 @@ from . import cluster_updates, executor
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
 from .config import JitOptions
 from .state import VariableRef
+from .targets import get_target
 
 log = logging.getLogger("flowjit.jit")
 
@@ -286,13 +289,12 @@ class _Kernels:
             return entry
 
     def _compile(self, step, arrays, key):
-        from ..compiler.pipeline import compile_cluster
-
         specs = [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
                  for a in arrays]
         try:
             compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
-                                       list(step.outputs), step.describe())
+                                       list(step.outputs), step.describe(),
+                                       target=get_target(step.options.target))
         except NotLowerable as e:
             log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,
                      step._op_names(), e)
@@ -317,8 +319,9 @@ class _Kernels:
 def _shared_kernels(step: ClusterStep) -> _Kernels:
     """The kernel cache of this cluster, shared by every plan of the graph that has it."""
     graph = step.ops[0].graph
+    # the target too: a reference-target kernel is not a CPU kernel (runtime/targets.py)
     key = (tuple(op._id for op in step.ops), tuple(t.name for t in step.inputs),
-           tuple(t.name for t in step.outputs))
+           tuple(t.name for t in step.outputs), step.options.target)
     with _SHARED_LOCK:
         table = _SHARED.get(graph)
         if table is None:

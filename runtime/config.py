@@ -19,6 +19,8 @@ import dataclasses
 import enum
 import os
 
+from ..targets.target import TargetKind
+
 
 class GPUOptions:
     """Accepted for compatibility; flowjit has no GPU memory options yet."""
@@ -69,6 +71,9 @@ class JitOptions:
     `compile_after_seconds` in the reference kernels with that signature (both 0: compile
     on the first run).  min_ops: clusters with fewer non-constant ops stay plain ops.
     max_ops: the largest cluster (0: no limit).
+    target: what compiles the clusters (runtime/targets.py): TargetKind.CPU (numba, the
+    default) or TargetKind.REFERENCE (the NumPy interpreter of the kernel IR); a name such
+    as "reference" is accepted and stored as the TargetKind.
     """
 
     enabled: bool = True
@@ -76,6 +81,10 @@ class JitOptions:
     compile_after_seconds: float = 1.0
     min_ops: int = 2
     max_ops: int = 0
+    target: TargetKind = TargetKind.CPU
+
+    def __post_init__(self):
+        object.__setattr__(self, "target", TargetKind.parse(self.target))
 
     @classmethod
     def always(cls, **kwargs) -> "JitOptions":

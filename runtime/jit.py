@@ -4,7 +4,9 @@ A `JitFunction` keeps one compiled entry per signature (compiler/tracing.py: dty
 and which sizes are 1 per array; value per Python scalar), so new sizes reuse the kernel.
 An entry is either one compiled cluster (the whole function became ONE numba function:
 the call costs one dispatch) or, when some op cannot be compiled, the traced graph run by
-the Session executor with reference kernels (logged once, with the reason).
+the Session executor with reference kernels (logged once, with the reason).  The target
+that compiles it is the function's own (`jit(fn, target="cpu" | "reference")`,
+runtime/targets.py), so its entries never mix kernels of two targets.
 
 Every compile is logged on the `flowjit.jit` logger with its reason (first call, or which
 part of the signature changed).  `f.lower(*args)` returns the text of every stage.
@@ -33,6 +35,8 @@ from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
+from .targets import DEFAULT as DEFAULT_TARGET
+from .targets import get_target, target_kind
 
 log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
@@ -241,10 +245,11 @@ def _arrays(args, kwargs, static_names, originals=None):
 class JitFunction:
     """A traced-and-compiled version of a Python function (see `flowjit.jit`)."""
 
-    def __init__(self, fn, static_argnames=(), fallback=True):
+    def __init__(self, fn, static_argnames=(), fallback=True, target=DEFAULT_TARGET):
         self.fn = fn
         self.static_argnames = frozenset(static_argnames or ())
         self.fallback = fallback
+        self.target = get_target(target)   # a name is turned into the target at once
         self.exact_shapes = False   # set once the function reads sizes (NumPy-style code)
         self._entries: dict = {}
         # (dtype, shape, flags) of each positional array -> its entry's call_checked, for
@@ -407,7 +412,8 @@ class JitFunction:
         ops = [op for op in tr.graph.get_operations() if op.type != "Placeholder"]
         try:
             cluster = compile_cluster(ops, tr.placeholders, tr.specs, tr.outputs,
-                                      graph_text(tr.graph), donated=tr.writebacks)
+                                      graph_text(tr.graph), donated=tr.writebacks,
+                                      target=self.target)
             entry = _Compiled(cluster, tr)
             log.info("flowjit.jit: compiled %s (%s)", self.__name__, reason)
         except NotLowerable as e:
@@ -458,7 +464,7 @@ class Lowered:
         return str(self.stages)
 
 
-def jit(fn=None, *, static_argnames=(), fallback=True):
+def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu"):
     """Compile `fn` on first call per signature: Python code using flowjit ops, or ordinary
     NumPy code (np.* functions, methods, operators, indexing, in-place updates).
 
@@ -467,7 +473,10 @@ def jit(fn=None, *, static_argnames=(), fallback=True):
     `static_argnames` are baked in. Arguments the function mutates are written back. With
     `fallback=True` (the default) a function tracing cannot represent runs as plain Python,
     with one warning saying why; `fallback=False` raises `errors.UnimplementedError`.
+    `target` picks what compiles it (runtime/targets.py): "cpu" (numba, the default) or
+    "reference" (the NumPy interpreter of the kernel IR, no numba); ValueError for others.
     """
+    target = target_kind(target)   # strings end at the API
     if fn is None:
-        return lambda f: JitFunction(f, static_argnames, fallback)
-    return JitFunction(fn, static_argnames, fallback)
+        return lambda f: JitFunction(f, static_argnames, fallback, target)
+    return JitFunction(fn, static_argnames, fallback, target)

@@ -6,7 +6,8 @@ compiled with `numba.njit(parallel=<prange loops only, if any>, error_model="num
 nogil=True)`.
 Compilation is lazy, on the first call.
 
-`build_cached(program, make_source) -> (kernel, source)` is what the pipeline calls: it
+`build_cached(program, make_source) -> (kernel, source)` is what the CPU target calls
+(targets/cpu/target.py, its instance of the target protocol): it
 keys the optimized IR (cache.py), returns a kernel already built in this process, else
 loads the entry from the disk cache (native.py: no numba import, no compile), else calls
 `make_source()`, compiles the kernel with numba and a C-ABI entry point for it with
@@ -79,13 +80,21 @@ def build_kernel(source: str, name: str = "kernel"):
     return numba.njit(parallel=parallel, **NJIT_OPTIONS)(namespace[name])
 
 
-def build_cached(program: Program, make_source) -> tuple:
-    """The kernel for `program` and its source, from the in-memory or disk cache when
-    possible; `make_source()` generates the source on a miss."""
-    material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI,
+def kernel_key(program: Program) -> tuple:
+    """(cache key, key material) of `program`'s CPU kernel: the IR, this target's options
+    (the target's name among them: targets/target.py, "cache key") and the static material
+    (cache.py)."""
+    material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI, "target": "cpu",
                                             "split_blocks": split_blocks(),
                                             "gemm": gemm_mode()})
-    key = cache.key_of(material)
+    return cache.key_of(material), material
+
+
+def build_cached(program: Program, make_source, keyed: tuple | None = None) -> tuple:
+    """The kernel for `program` and its source, from the in-memory or disk cache when
+    possible; `make_source()` generates the source on a miss.  `keyed`: `kernel_key(program)`
+    when the caller has it already."""
+    key, material = keyed if keyed is not None else kernel_key(program)
     hit = _built.get(key)
     if hit is not None:
         return hit

@@ -1,0 +1,39 @@
+"""Which target compiles a kernel: the one table from `TargetKind` to a target instance.
+
+runtime/ is the only layer that picks a target (docs/architecture.md, "layers"):
+`flowjit.jit(fn, target=...)` and Session clustering (`JitOptions.target`) both resolve
+their setting here.  Strings are accepted at the API ("cpu", "reference") and turned into a
+`TargetKind` at once (`target_kind`); everything past the API passes the enum or the
+target.  Adding a target (CUDA) adds one row to `_TARGETS`; compiler/ does not change.
+
+- `cpu` (the default): numba, one generated function per cluster (targets/cpu/target.py);
+- `reference`: the NumPy interpreter of the kernel IR, the oracle and the fallback
+  (targets/reference/target.py); it never imports numba.
+"""
+
+from __future__ import annotations
+
+from ..targets.cpu.target import TARGET as CPU
+from ..targets.reference.target import TARGET as REFERENCE
+from ..targets.target import Target, TargetKind
+
+DEFAULT = TargetKind.CPU
+
+_TARGETS = {TargetKind.CPU: CPU, TargetKind.REFERENCE: REFERENCE}
+
+
+def target_kind(value) -> TargetKind:
+    """`value` (a TargetKind, a target or its name) as a TargetKind; ValueError otherwise."""
+    if isinstance(value, Target):
+        return value.kind
+    return TargetKind.parse(value)
+
+
+def get_target(value=DEFAULT) -> Target:
+    """The target instance for `value` (a TargetKind or a name such as "reference")."""
+    return _TARGETS[target_kind(value)]
+
+
+def available() -> tuple:
+    """The kinds of target this installation can compile for."""
+    return tuple(_TARGETS)

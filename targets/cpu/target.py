@@ -1,0 +1,71 @@
+"""The CPU target's instance of the target protocol (targets/target.py): numba, one function
+per cluster.
+
+A thin adapter: `compile_kernel` keys the program (build.kernel_key: the IR, the CPU
+options, the target's name, the tool versions), takes the kernel from the in-memory or disk
+cache or generates its source (codegen.py: loop program, CPU loop passes, rendering) and
+builds it with numba (build.py).  The loop IR is reported as a stage of its own, built only
+when someone reads it for a kernel loaded from the cache.
+
+CPU-specific choices the target-neutral schedule makes only on request are requested here
+(`SCHEDULE_OPTIONS`): column reductions get a loop nest of their own, which codegen
+interchanges (rows outside, contiguous columns inside), and GEMM epilogues are looked for
+(its GEMM applies bias and relu to tiles in registers).  numba has no float16 arithmetic on
+the CPU, so float16 is not among the capabilities: such clusters run with the ops' reference
+kernels.
+"""
+
+from __future__ import annotations
+
+from ...compiler.schedule import ScheduleOptions
+from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS, REAL_DTYPES,
+                      Capabilities, CompiledKernel, Target, TargetKind)
+from .build import build_cached, kernel_key
+
+SCHEDULE_OPTIONS = ScheduleOptions(column_reductions=True, gemm_epilogues=True)
+
+CAPABILITIES = Capabilities(node_kinds=ALL_NODE_KINDS, scalar_ops=ALL_SCALAR_OPS,
+                            combiners=ALL_COMBINERS, routines=ALL_ROUTINES,
+                            dtypes=REAL_DTYPES - {"float16"})
+
+
+def cache_key(program, signature) -> str:
+    """The CPU kernel's cache key (the disk cache's, build.kernel_key); the signature is
+    part of the IR's fingerprint (every input's dtype and rank, the donated pairs)."""
+    return kernel_key(program)[0]
+
+
+def render(program, schedule, signature) -> str:
+    """The numba source generated for `schedule` (nothing is compiled)."""
+    return _generate(schedule, {})
+
+
+def compile_kernel(program, schedule, signature) -> CompiledKernel:
+    """The numba kernel of `program`, through the kernel caches (build.py)."""
+    keyed = kernel_key(program)
+    generated: dict = {}
+    kernel, source = build_cached(program, lambda: _generate(schedule, generated), keyed)
+    loop_ir = generated.get("loop IR") or (lambda: _loop_ir_text(schedule))
+    return CompiledKernel(kernel, source, stages=(("loop IR", loop_ir),),
+                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0]})
+
+
+def _generate(schedule, stages: dict) -> str:
+    # lazy on purpose: codegen imports numba, which a process loading every kernel from
+    # the disk cache never needs (docs/architecture.md principle 6)
+    from .codegen import generate_source
+
+    return generate_source(schedule, stages=stages)
+
+
+def _loop_ir_text(schedule) -> str:
+    """The loop IR of a kernel loaded from the cache, built when someone asks for it."""
+    generated: dict = {}
+    _generate(schedule, generated)
+    return generated["loop IR"]
+
+
+TARGET = Target(kind=TargetKind.CPU, capabilities=CAPABILITIES,
+                schedule_options=SCHEDULE_OPTIONS, compile=compile_kernel,
+                cache_key=cache_key, render=render,
+                description="numba: one generated function per cluster")
