@@ -22,10 +22,10 @@ from flowjit.targets.cpu import openblas_spin, thread_affinity
 
 _TARGET_DIR = os.path.dirname(openblas_spin.__file__)
 
-# Environment variables flowjit sets for reasons of its own, not tuning: numba's message
-# colouring (targets/cpu/__init__.py: numba's colorama swapped sys.stdout under the user's
-# redirections).  Everything else must come out as it went in.
-SET_AT_IMPORT = ("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING",)
+# Environment variables flowjit may set for reasons of its own: none.  (It used to turn off
+# numba's message colouring at import; tests/test_kernel_cache.py checks that the cache
+# writer no longer swaps sys.stdout without it.)  Everything must come out as it went in.
+SET_AT_IMPORT = ()
 
 _SNAPSHOT = """
 import importlib, json, os, sys, types
@@ -73,7 +73,6 @@ def run_jitted():
 
 
 def _run(body: str, tmp_path, **env_changes) -> dict:
-    # a clean start: this process imported flowjit, which set SET_AT_IMPORT here
     env = {k: v for k, v in os.environ.items() if k not in SET_AT_IMPORT and not k.startswith(
         ("GOMP_", "OMP_", "OPENBLAS_THREAD_TIMEOUT", "FLOWJIT_TUNE"))}
     env.update(FLOWJIT_CACHE_DIR=str(tmp_path / "cache"), **env_changes)
