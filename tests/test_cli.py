@@ -85,6 +85,18 @@ def test_demo_prints_the_real_results():
     assert [int(r[1]) for r in rows] == want["labels"].tolist()
 
 
+def test_demo_compiles_a_numpy_function_and_shows_where_to_look():
+    proc = run_cli("demo", "--steps", "3")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "@flowjit.jit on a NumPy row softmax" in out
+    assert re.search(r"fused into \d+ loop nests? of one generated numba function", out)
+    diff = float(re.search(r"max \|flowjit - numpy\| = ([0-9.eE+-]+)", out).group(1))
+    assert diff < 1e-6
+    assert re.search(r"median time: numpy [0-9.]+ ms, flowjit [0-9.]+ ms", out)
+    assert "FLOWJIT_DUMP=<dir>" in out and "   | def kernel(in0):" in out
+
+
 def test_demo_steps_option_changes_the_fit():
     proc = run_cli("demo", "--steps", "3")
     assert proc.returncode == 0, proc.stderr
