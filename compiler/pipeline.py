@@ -7,7 +7,7 @@ then memory planning, with the target's `ScheduleOptions`) and hands the optimiz
 the schedule and the kernel signature to the target, which returns the compiled kernel.
 `Stages` keeps the text of every stage (the target adds its own, such as the loop IR:
 compiler/loop_ir.py); `FLOWJIT_DUMP=<dir>` writes them to files as they are produced
-(docs/architecture.md, principles 3 and 7).
+(docs/architecture.md, "The path of a computation").
 
 The target is an argument, duck-typed: anything with the fields of the target protocol
 (targets/target.py: `kind`, `capabilities.missing(program)`, `schedule_options`,
@@ -97,8 +97,8 @@ def schedule_text(schedule) -> str:
     for gi, g in enumerate(schedule.groups):
         members = ", ".join(m.name + (" (register)" if id(m) in schedule.local else "")
                             for m in g.members)
-        lines.append(f"loop nest {gi} [{g.kind}] outer dims {len(g.outer)}: {members}; "
-                     f"outer loop parallel when the work is large")
+        # (whether a nest runs in parallel is the target's choice, shown in its source)
+        lines.append(f"loop nest {gi} [{g.kind}] outer dims {len(g.outer)}: {members}")
     return "\n".join(lines)
 
 

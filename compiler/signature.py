@@ -4,12 +4,12 @@ A `KernelSignature` is derived from an optimized `Program` alone (`signature_of`
 its dtype and static shape (ints where the size is fixed, such as 1, None where it is a
 run-time value), per output its dtype and rank, and the donated (input, output) pairs.  The
 pipeline hands it to the target with the program and the schedule (targets/target.py, the
-target protocol; docs/architecture.md, "targets"), so a target can check and key what it
+target protocol; docs/architecture.md, "Layers"), so a target can check and key what it
 builds without walking the IR again.
 
 Invariant: two programs with equal signatures take arguments of the same dtypes and ranks
 and return results of the same dtypes and ranks; sizes are never part of it (one kernel
-serves every size, docs/architecture.md principle 5).
+serves every size).
 """
 
 from __future__ import annotations

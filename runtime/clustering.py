@@ -3,7 +3,8 @@
 `form_clusters(ops, fetches, fed, options)` partitions a plan's ops (runtime/executor.py)
 into *clusters*: maximal connected sets of ops that have a lowering and none of the traits
 STATEFUL, RUNTIME_VALUE, BLOCKING or COMMUNICATION (Const is welcome), produce no fed
-tensor and have no string, complex or float16 tensors.  The exceptions are the variable ops:
+tensor and have only tensors of dtypes the target renders (no strings or complex; no float16
+on the CPU).  The exceptions are the variable ops:
 VariableV2 (the cluster reads the variable), Assign/AssignAdd/AssignSub (the cluster
 installs the new value after its kernel) and NoOp (ordering only), so a whole training step
 is one kernel — runtime/cluster_updates.py owns those rules and checks them per cluster.
@@ -88,9 +89,10 @@ _SHARED_LOCK = threading.Lock()
 
 def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`."""
-    groups = partition(ops, fed, options.max_ops)
+    renders = get_target(options.target).capabilities.dtypes
+    groups = partition(ops, fed, options.max_ops, renders=renders)
     if not all(cluster_updates.updates_are_safe(g) for g in groups):
-        groups = partition(ops, fed, options.max_ops, updates=False)
+        groups = partition(ops, fed, options.max_ops, updates=False, renders=renders)
     groups = [g for g in groups
               if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
     if not groups:

@@ -10,23 +10,27 @@ rules for variable updates inside a group.
 
 from __future__ import annotations
 
-from .. import dtypes
 from ..ops.basic_ops import NO_OP
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
 from . import cluster_updates
+from .targets import get_target
 
 _EXCLUDED_TRAITS = frozenset({Trait.STATEFUL, Trait.RUNTIME_VALUE, Trait.BLOCKING,
                               Trait.COMMUNICATION})
+DEFAULT_DTYPES = get_target().capabilities.dtypes   # the CPU's: no float16 (numba has none)
 
 
-def clusterable(op, fed, updates: bool = True) -> bool:
-    """Whether `op` may join a cluster (with `updates`, variable updates may too)."""
+def clusterable(op, fed, updates: bool = True, renders: frozenset | None = None) -> bool:
+    """Whether `op` may join a cluster (with `updates`, variable updates may too).
+    `renders`: the dtype names the target renders (its capabilities: targets/target.py);
+    None: the default target's."""
+    renders = DEFAULT_DTYPES if renders is None else renders
     op_def = op.op_def
     if op_def is NO_OP:
         return True  # ordering only: inside a kernel every member already runs in order
     if updates and op_def is VARIABLE_V2:  # the cluster reads the variable itself
-        return op.outputs[0] not in fed and _compilable(op.outputs[0].dtype)
+        return op.outputs[0] not in fed and op.outputs[0].dtype.name in renders
     if updates and cluster_updates.is_update(op):
         if any(t in fed for t in (*op.inputs, *op.outputs)):
             return False
@@ -34,20 +38,18 @@ def clusterable(op, fed, updates: bool = True) -> bool:
         return False
     if any(t in fed for t in op.outputs):
         return False
-    return all(_compilable(t.dtype) for t in (*op.inputs, *op.outputs))
+    # strings and complex are never lowered; float16 only where the target renders it
+    return all(t.dtype.name in renders for t in (*op.inputs, *op.outputs))
 
 
-def _compilable(dtype) -> bool:
-    # numba has no float16 arithmetic on CPU; strings and complex are not lowered
-    return dtype not in (dtypes.string, dtypes.float16) and not dtype.is_complex
-
-
-def partition(ops, fed, max_ops: int = 0, updates: bool = True) -> list:
+def partition(ops, fed, max_ops: int = 0, updates: bool = True,
+              renders: frozenset | None = None) -> list:
     """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
     with `max_ops`, no group grows past that many ops.  Groups grow along data and control
-    edges; with `updates`, variable updates join them (runtime/cluster_updates.py)."""
+    edges; with `updates`, variable updates join them (runtime/cluster_updates.py); `renders`
+    as for `clusterable`."""
     index = {op: i for i, op in enumerate(ops)}
-    ok = [clusterable(op, fed, updates) for op in ops]
+    ok = [clusterable(op, fed, updates, renders) for op in ops]
     n = len(ops)
     data_deps = [[index[t.op] for t in op.inputs if t not in fed]
                  + [index[c] for c in op.control_inputs] for op in ops]

@@ -1,6 +1,6 @@
 """Which target compiles a kernel: the one table from `TargetKind` to a target instance.
 
-runtime/ is the only layer that picks a target (docs/architecture.md, "layers"):
+runtime/ is the only layer that picks a target (docs/architecture.md, "Layers"):
 `flowjit.jit(fn, target=...)` and Session clustering (`JitOptions.target`) both resolve
 their setting here.  Strings are accepted at the API ("cpu", "reference") and turned into a
 `TargetKind` at once (`target_kind`); everything past the API passes the enum or the

@@ -4,7 +4,7 @@
 and writes constants exactly (floats in hex, arrays by content hash), so it depends neither
 on interning order nor on node names: two processes that build the same program get the
 same text.  Targets hash it with their own options (targets/target.py, "cache key";
-docs/architecture.md principle 6).  It reads only the kernel IR.
+docs/architecture.md, "Layers").  It reads only the kernel IR.
 """
 
 from __future__ import annotations

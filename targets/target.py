@@ -1,7 +1,7 @@
 """The target protocol: what every code generator receives, returns, caches and can render.
 
 A target turns one optimized kernel-IR program into a callable kernel (docs/architecture.md,
-"targets").  It is a `Target`: a small frozen record of data and plain functions, one
+"Layers").  It is a `Target`: a small frozen record of data and plain functions, one
 module-level instance per implementation (`targets/cpu/target.py`, `targets/reference/
 target.py`); there are no target classes to subclass.  A new target (CUDA) is one more
 instance and one more `TargetKind`; compiler/ does not change, and runtime/targets.py is

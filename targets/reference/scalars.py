@@ -15,7 +15,7 @@ integers and bools:
   in both targets).
 Callers run these under `np.errstate(all="ignore")`: overflow, NaN and division by zero are
 values here, never warnings.  No numba: the reference target is the oracle the compiled
-targets are tested against (docs/architecture.md, "targets").
+targets are tested against (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
