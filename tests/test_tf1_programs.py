@@ -4,7 +4,8 @@ The programs live in `fixtures/tf1_programs.py` (plain TF1 code taking the modul
 argument); `fixtures/record_tf1.py` ran them under `tensorflow.compat.v1` and stored the
 results in `fixtures/tf1_programs.npz`.  Here each program runs under flowjit and must give
 the same nesting, the same dtypes and shapes, and the same values (exactly for integers,
-booleans and strings; `allclose` for floating point).
+booleans and strings; `allclose` for floating point), under the compile-always policy
+(FLOWJIT_JIT=always), so what runs is the compiled kernels.
 """
 
 import importlib.util
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from flowjit.runtime import clustering
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -48,10 +50,30 @@ def test_fixture_covers_every_program_and_is_small():
     assert os.path.getsize(os.path.join(FIXTURES, "tf1_programs.npz")) < 200_000
 
 
+@pytest.fixture
+def compiled_calls(monkeypatch):
+    """The compile-always policy (FLOWJIT_JIT=always) for the programs' sessions, compiler
+    failures raising; returns a list that gets one entry per call a compiled kernel served."""
+    monkeypatch.setenv("FLOWJIT_JIT", "always")
+    monkeypatch.setattr(clustering, "STRICT", True)
+    calls, call = [], clustering.ClusterStep._call
+
+    def counted(step, *args):
+        outs = call(step, *args)
+        if outs is not None:
+            calls.append(step.name)
+        return outs
+
+    monkeypatch.setattr(clustering.ClusterStep, "_call", counted)
+    return calls
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS.PROGRAMS))
-def test_program_matches_tensorflow(name):
+def test_program_matches_tensorflow(name, compiled_calls):
     want_structure, want = _expected(name)
     got_structure, got = PROGRAMS.run_program(tf, name)
+    print(f"{name}: {len(compiled_calls)} compiled kernel calls")
+    assert compiled_calls, "no compiled kernel ran"   # every program has a cluster
     assert got_structure == want_structure, "fetch results nest differently"
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):

@@ -32,13 +32,14 @@ def areas():
 class OpCase:
     """build() creates the op (in the default graph) and returns the tensors to fetch;
     feeds maps placeholder names to arrays; expected(feeds) returns NumPy's answer for each
-    fetched tensor (None to check only dtype/shape, e.g. for random ops); rtol/atol compare."""
+    fetched tensor (None to check only dtype/shape, e.g. for random ops); rtol/atol compare
+    floats (0, the default: exactly, as for data movement)."""
 
     build: Callable
     feeds: dict
     expected: Callable | None
-    rtol: float = 1e-6
-    atol: float = 1e-6
+    rtol: float = 0.0   # exact unless the case's arithmetic rounds (it says how much)
+    atol: float = 0.0
 
 
 def all_samples() -> dict:
