@@ -139,7 +139,7 @@ def test_benchmark_harness_runs_every_kernel():
 
 
 def test_benchmark_reports_flowjit_per_kernel():
-    """flowjit rows are timed or reported FAILED/WRONG with a reason, never raised."""
+    """flowjit rows of two kernels it compiles: timed, never FAILED or WRONG."""
     out = io.StringIO()
     names = ["grad_laplacian", "softmax"]
     result = bench.run(names, ("numpy", "flowjit"), repeats=1, target_seconds=0.001,
@@ -148,7 +148,6 @@ def test_benchmark_reports_flowjit_per_kernel():
     assert [(r["kernel"], r["variant"]) for r in rows] == \
         [(n, v) for n in names for v in ("numpy", "flowjit.jit")]
     for row in rows[1::2]:
-        assert row["status"] in ("ok", "FAILED", "WRONG")
-        assert (row["median_s"] is not None) == (row["status"] == "ok")
-        assert row["status"] == "ok" or row["reason"]
+        assert row["status"] == "ok", row   # a WRONG (or FAILED) row fails the test
+        assert row["median_s"] is not None
     assert "flowjit.jit" in out.getvalue()
