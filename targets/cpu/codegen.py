@@ -12,9 +12,10 @@ anything else; every buffer is allocated with `empty_buffer` (large_buffers.py),
 recycles large blocks through the buffer pool. Statements come from emitter.py, the choice
 of parallel nests from parallel_budget.py.
 
-The CPU passes of `LOOP_PASSES` then transform the loop program (row_jam.jam_rows: unroll-
-and-jam of row reductions; vector_width.widen: `wide_vectors()` first in the kernel and in
-every parallel loop body) and render.py prints it; nothing edits the text afterwards
+The CPU passes of `LOOP_PASSES` then transform the loop program (`tile`: nests that read an
+array across rows, such as `a + a.T`, in tiles: compiler/loop_tile.py; row_jam.jam_rows:
+unroll-and-jam of row reductions; vector_width.widen: `wide_vectors()` first in the kernel
+and in every parallel loop body) and render.py prints it; nothing edits the text afterwards
 (docs/architecture.md: target-specific transformations are passes over the loop IR).
 
 This module sees only kernel IR (`compiler.core.ir`) and the schedule; it knows no graph ops.
@@ -29,6 +30,7 @@ from ...compiler.core.ir import NodeKind, Scalar
 from ...compiler.loop_ir import (Alloc, Call, Check, Comment, If, IndexOpKind, Int, Load,
                                  LoopProgram, Return, Source, Var, index_op)
 from ...compiler.loop_text import loop_program_text
+from ...compiler.loop_tile import tile_nests
 from ...compiler.loop_verify import run_passes
 from ...compiler.schedule import Schedule, resolve
 from . import (library_code, matmul_code, parallel_budget, reduce_nests, render, row_jam,
@@ -39,7 +41,16 @@ from .parallel_budget import MAX_PARALLEL_NESTS
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
 
-LOOP_PASSES = (("jam_rows", row_jam.jam_rows), ("widen", vector_width.widen))
+TILE = 64   # iterations per side of a tile of a nest that reads across rows (loop_tile.py)
+
+
+def tile(program: LoopProgram) -> LoopProgram:
+    """compiler/loop_tile.tile_nests with the CPU's tile: TILE x TILE iterations keep the
+    rows of a transposed read in cache (the L2 holds them) while a tile of columns runs."""
+    return tile_nests(program, TILE)
+
+
+LOOP_PASSES = (("tile", tile), ("jam_rows", row_jam.jam_rows), ("widen", vector_width.widen))
 
 
 class Generator:
