@@ -64,6 +64,8 @@ class IndexOpKind(enum.Enum):
 
 
 class ExprKind(enum.Enum):
+    """What an expression node is (renderers and passes dispatch on it)."""
+
     VAR = "var"
     INT = "int"
     DIM = "dim"
@@ -76,6 +78,8 @@ class ExprKind(enum.Enum):
 
 
 class StmtKind(enum.Enum):
+    """What a statement node is (renderers and passes dispatch on it)."""
+
     LOOP = "loop"
     WHILE = "while"
     LET = "let"
@@ -249,12 +253,14 @@ class Do:
 
 @dataclasses.dataclass(frozen=True)
 class Comment:
+    """A note for the reader of the loop IR and of the source (a tiling decision)."""
     text: str
     kind: ClassVar = StmtKind.COMMENT
 
 
 @dataclasses.dataclass(frozen=True)
 class Return:
+    """Return the arrays `values` (a tuple of them) from the function."""
     values: tuple
     kind: ClassVar = StmtKind.RETURN
 

@@ -40,6 +40,7 @@ def children(e) -> tuple:
 
 
 def walk_expr(e):
+    """Expression `e` and every sub-expression, outermost first."""
     yield e
     for a in children(e):
         yield from walk_expr(a)

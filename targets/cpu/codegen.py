@@ -302,4 +302,5 @@ def generate_source(schedule: Schedule, name: str = "kernel", stages=None) -> st
 
 
 def numpy_dtype_name(dtype) -> str:
+    """NumPy's name of a flowjit dtype (`float32`)."""
     return np.dtype(dtype.np_dtype).name
