@@ -48,8 +48,10 @@ FORMAT = "flowjit-kernel-cache-1"
 MANIFEST = "manifest.json"
 STATS = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
 
-# Source files whose text decides what machine code an IR program becomes.
-_CODE_FILES = ("compiler/*.py", "targets/**/*.py")
+# Source files whose text decides what machine code an IR program becomes: the compiler,
+# the target protocol and this target (other targets' files do not: editing the reference
+# interpreter leaves CPU kernels cached).
+_CODE_FILES = ("compiler/*.py", "targets/*.py", "targets/cpu/**/*.py")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _static_material: dict | None = None
 
