@@ -24,6 +24,9 @@ Invariants and rules:
 
 from __future__ import annotations
 
+from ..ops.array_ops import ones_like, zeros_like
+from ..ops.builder import to_tensor
+from ..ops.math_binary import add_n
 from .core.graph import Tensor
 
 
@@ -77,7 +80,6 @@ def _between(ys, xs, stop_ops) -> list:
 
 
 def _sum(grads):
-    from ..ops.math_binary import add_n
 
     grads = [g for g in grads if g is not None]
     if not grads:
@@ -86,8 +88,6 @@ def _sum(grads):
 
 
 def _initial_grads(ys, grad_ys) -> dict:
-    from ..ops.array_ops import ones_like
-    from ..ops.builder import to_tensor
 
     if grad_ys is None:
         grad_ys = [None] * len(ys)
@@ -117,7 +117,6 @@ def _initial_grads(ys, grad_ys) -> dict:
 def _output_grads(op, pending) -> list | None:
     """The summed gradient of each output (zeros for float outputs left without one), or None
     when no output of `op` received a gradient."""
-    from ..ops.array_ops import zeros_like
 
     grads = [_sum(pending.pop(t, [])) for t in op.outputs]
     if all(g is None for g in grads):
@@ -201,8 +200,6 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
             grads = results[x] if x in results else pending.get(x, [])
             g = _sum(grads) if _differentiable(x) else None
             if g is None and unconnected == "zero":
-                from ..ops.array_ops import zeros_like
-
                 g = zeros_like(x)
             out.append(g)
         return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..ops.conversion import static_value
 from .core import ir
 from .core.ir import Expr, Node, Scalar
@@ -104,7 +105,6 @@ class LowerContext:
         # a private, writable copy: numba types read-only arrays differently, which would
         # compile the kernel a second time for the same signature
         value = np.array(value, copy=True, order="C")
-        from .. import dtypes
 
         position = len(self.inputs)
         node = ir.input_node(position, dtypes.as_dtype(value.dtype), value.shape)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..ops import api as _op_api
+from ..ops.builder import DtypeNotAllowed
 from .core.graph import Tensor
 from .core.node import user_site
 
@@ -281,8 +282,6 @@ def to_tensor(x, dtype) -> Tensor:
 def dtype_breaks(what: str):
     """Turn an op's unsupported-dtype TypeError (complex max, sort, ...) into a graph break:
     NumPy may support what flowjit's ops do not, so the function runs as plain Python."""
-    from ..ops.builder import DtypeNotAllowed
-
     try:
         yield
     except DtypeNotAllowed as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.conversion import static_value
 from .np_array import GraphBreak, api, as_tensor, np_dtype_of, to_tensor, wrap
 from .np_ufuncs import _dummy
 
@@ -59,8 +60,6 @@ def matmul(a, b):
 
 def _untransposed(t):
     """(x, True) when `t` is Transpose(x, [1, 0]) of a matrix, else (t, False)."""
-    from ..ops.conversion import static_value
-
     if t.op.type == "Transpose" and t.shape.ndims == 2:
         perm = static_value(t.op.inputs[1])
         if perm is not None and list(np.asarray(perm).reshape(-1)) == [1, 0]:

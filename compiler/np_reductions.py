@@ -13,6 +13,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 
 from ..ops import api as op_api
+from ..ops.check_ops import ensure_non_empty
 from .np_array import (GraphBreak, NeedsStaticShapes, TracedArray, api, as_tensor, to_tensor,
                        wrap)
 
@@ -129,8 +130,6 @@ def _non_empty(x, axes, message):
     """`x`, with a run-time check that none of `axes` (of runtime length) is empty."""
     if not axes:
         return x
-    from ..ops.check_ops import ensure_non_empty
-
     return wrap(ensure_non_empty(x._as_graph_tensor(), axes, message))
 
 

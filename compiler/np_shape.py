@@ -10,6 +10,7 @@ new arrays.  concatenate/stack/vstack/hstack/column_stack promote as NumPy does.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import np_reductions as red
 from .np_array import GraphBreak, TracedArray, api, to_tensor, wrap
@@ -43,8 +44,6 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     """np.moveaxis; bad or repeated axes raise NumPy's AxisError/ValueError."""
-    from numpy.lib.array_utils import normalize_axis_tuple
-
     a = _traced(a)
     src = list(normalize_axis_tuple(source, a.ndim, "source"))
     dst = list(normalize_axis_tuple(destination, a.ndim, "destination"))

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..ops.basic_ops import placeholder
 from .core.graph import Graph, Tensor
 
 
@@ -87,7 +88,6 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
     """Call fn with traced arrays (np_array.TracedArray over placeholders) for its array
     arguments inside a new graph. Sizes are unknown except 1s, or all known with
     `exact_shapes`; np_array.GraphBreak / NeedsStaticShapes propagate to the caller."""
-    from ..ops.basic_ops import placeholder
     from . import np_functions  # noqa: F401 - installs TracedArray's methods
     from .np_array import TracedArray, _Buffer
     from .np_module import traced_copy

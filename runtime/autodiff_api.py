@@ -37,6 +37,8 @@ import numpy as np
 from ..compiler.gradients import gradients
 from ..compiler.np_array import NeedsStaticShapes, TracedArray, as_tensor, is_traced, wrap
 from ..compiler.np_module import traced_copy
+from ..ops.array_ops import zeros_like
+from ..ops.basic_ops import constant
 from .jit import JitFunction
 
 
@@ -85,7 +87,6 @@ def _diff_input(x, where: str, who: str):
 
 
 def _constant(value: np.ndarray):
-    from ..ops.basic_ops import constant
 
     return constant(value)
 
@@ -111,7 +112,6 @@ def _value_tensor(value, who: str):
 def _gradient_body(fn, argnums: tuple, single: bool, has_aux: bool, with_value: bool,
                    who: str):
     """The traced function of a GradFunction: runs on traced arguments inside a graph."""
-    from ..ops.array_ops import zeros_like
 
     def body(*args, **kwargs):
         if max(argnums) >= len(args) or min(argnums) < -len(args):
