@@ -318,6 +318,15 @@ def test_float16_is_a_capability_of_the_reference_target_only():
     assert "cpu target cannot run this cluster: float16" in lowered["cpu"].stage("not compiled")
     assert lowered["reference"].compiled
     np.testing.assert_array_equal(tf.jit(lambda v: v * 2 + 1, target="reference")(x), x * 2 + 1)
+    graph = tf.Graph()
+    with graph.as_default():   # Session clusters take float16 only for the reference target
+        a = tf.placeholder(tf.float16, [None], name="a")
+        fetch = [tf.exp(a) * 2.0]
+    for target, compiles in (("cpu", False), ("reference", True)):
+        config = tf.ConfigProto(jit=tf.JitOptions.always(target=target))
+        values, compiled = _run(graph, fetch, {a: x}, None, config)
+        assert bool(compiled) == compiles, target
+        np.testing.assert_array_equal(values[0], _run(graph, fetch, {a: x}, None, OFF)[0][0])
 
 
 def test_each_target_keys_and_describes_its_kernels():
