@@ -1,39 +1,46 @@
 """The op vocabulary: every op flowjit knows, registered in this one place.
 
-Each module below defines its ops once (OpDef: inference, reference kernel, gradient and
-lowering slots) and lists them in `OP_DEFS`; `register_all` adds them to the registry,
-installs each op's gradient and the Tensor/Variable Python operators.  Importing
-`flowjit.ops` does all three, once.
+One op, one definition (docs/architecture.md, "A new op"): each op module creates its
+OpDefs complete — shape/dtype inference, NumPy reference kernel, gradient and lowering are
+given to the constructor together, and an OpDef is frozen, so nothing changes it later — and
+lists them in `OP_DEFS`.  An op family's gradients and lowerings live in the family's module
+(MatMul's gradient beside MatMul in matmul_ops.py, the unary math gradients in
+math_unary.py); adding an op touches one module (plus `ops/api.py` for a public name).
 
-Gradients: the op modules are at their size limit, so an area's gradients live in a sibling
-module (`math_grad`, `reduction_grad`, `nn_grad`, `array_grad`) as a `GRADIENTS` table of
-(OpDef, fn); `register_all` sets `OpDef.gradient` from those tables, so an op's definition
-is still its one OpDef.  An op without a gradient has `gradient = None`.
+Imports between op modules (gradients make op families depend on each other both ways):
+- an op module imports other op modules as objects (`from . import reshape_ops`) and calls
+  through them (`reshape_ops.reshape(...)`), which Python resolves when the call runs, so
+  the modules import in any order;
+- names are imported (`from .builder import make_op`) from the shared builders, which import
+  no op module: `registry`, `builder`, `conversion`, `elementwise`, `array_common`,
+  `slice_spec`, `lower_util`, `lower_index`, `lower_reduce`, `variable_ref`;
+- only a module that no op module imports may import names from op modules: the gathering
+  modules (`math_ops`, `array_ops`, `nn_ops`, `api`: they define nothing) and the
+  compositions and front ends at the top (`composite_ops`, `loss_ops`, `sort_ops`,
+  `linalg_ops`, `variable_scope`, `operators`, ...).
+`tests/test_op_definitions.py` checks these rules, that OpDefs are frozen and that
+importing the ops twice leaves every definition as it was.
+
+Importing `flowjit.ops` does two things, once and explicitly, in `register_all`: it adds
+every module's `OP_DEFS` to the registry table, and it installs the Tensor/Variable Python
+operators (`ops/operators.py`).  Registration reads the OpDefs; it never changes them.
 """
 
-from . import (array_ops, basic_ops, bitwise_ops, check_ops, linalg_ops, math_ops, matmul_ops,
-               nn_ops, random_ops, reduction_ops, scatter_ops, segment_ops, shape_ops,
-               slicing_ops, sort_ops, sum_to_shape, variables)
-from . import array_grad, math_grad, nn_grad, reduction_grad
+from . import (arg_ops, array_ops, basic_ops, bitwise_ops, check_ops, gather_ops, linalg_ops,
+               math_ops, matmul_ops, nn_ops, random_ops, reduction_ops, scatter_ops, segment_ops,
+               shape_ops, slicing_ops, sort_ops, sum_to_shape, variables)
 from . import operators, registry
 
-OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, matmul_ops,
-              nn_ops, array_ops, shape_ops, slicing_ops, segment_ops, scatter_ops, sum_to_shape,
-              random_ops, linalg_ops, sort_ops)
-GRADIENT_MODULES = (math_grad, reduction_grad, nn_grad, array_grad, scatter_ops, check_ops,
-                    sum_to_shape, linalg_ops, sort_ops)
+OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, arg_ops,
+              matmul_ops, nn_ops, array_ops, shape_ops, slicing_ops, gather_ops, segment_ops,
+              scatter_ops, sum_to_shape, random_ops, linalg_ops, sort_ops)
 
 
 def register_all():
-    """Register every op, install the gradients, and install the Tensor operators."""
+    """Add every op module's OpDefs to the registry and install the Tensor operators."""
     for module in OP_MODULES:
         for op_def in module.OP_DEFS:
             registry.register(op_def)
-    for module in GRADIENT_MODULES:
-        for op_def, gradient in module.GRADIENTS:
-            if op_def.gradient is not None and op_def.gradient is not gradient:
-                raise ValueError(f"Two gradients for op type '{op_def.name}'.")
-            op_def.gradient = gradient
     operators.install()
 
 

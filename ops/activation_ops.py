@@ -1,13 +1,13 @@
-"""Activations, BiasAdd and softmax: the non-loss half of `flowjit.nn` (see nn_ops.py).
+"""Activations and BiasAdd: part of `flowjit.nn` (see nn_ops.py; softmax: softmax_ops.py).
 
 Ops: Relu, Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu (elementwise activations, made
-from one table), BiasAdd, Softmax and LogSoftmax.  Public functions keep TensorFlow 1.x's
-`tf.nn` signatures; `xw_plus_b` and softmax over a non-last axis are compositions of other
-ops (MatMul + BiasAdd; Transpose around Softmax), as in TensorFlow.
+from one table of kernel, gradient and lowering) and BiasAdd.  Public functions keep
+TensorFlow 1.x's `tf.nn` signatures; `xw_plus_b` is a composition (MatMul + BiasAdd), as in
+TensorFlow.
 
-Numerics: softmax and log-softmax shift by the row maximum; softplus is log(1 + e^x)
-without overflow; float16 inputs are computed in float32 and rounded back.  BiasAdd is not
-marked ELEMENTWISE: its NCHW form does not broadcast the NumPy way.
+Numerics: softplus is log(1 + e^x) without overflow; float16 inputs are computed in float32
+and rounded back.  BiasAdd is not marked ELEMENTWISE: its NCHW form does not broadcast the
+NumPy way; its bias gradient sums over every axis but the channel's.
 """
 
 from __future__ import annotations
@@ -17,21 +17,20 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
-from ..compiler.core.ir import Combiner
 from ..compiler.core.ir import Scalar as S
-from ..compiler.core.ir_build import cast, map_nodes, reduce_axes
+from ..compiler.core.ir_build import cast, map_nodes
 from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
-from .array_common import move_axis_to_end
+from . import (fill_ops, join_ops, math_cast, math_compare, math_unary, matmul_ops, reduction_ops,
+               reshape_ops, select_ops, shape_ops)
 from .builder import (FLOATS, NUMERIC, REALS, binary_operands, check_dtype,
                       graph_for, make_op, to_tensor)
-from .lower_reduce import RowSoftmax, compute_dtype
+from .lower_reduce import compute_dtype
 from .lower_util import require_real
-from .conversion import static_value
 from .registry import OpDef, Trait
 
 __all__ = ["relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "bias_add",
-           "xw_plus_b", "softmax", "log_softmax"]
+           "xw_plus_b"]
 
 
 def _compute_dtype(x: np.ndarray):
@@ -92,21 +91,115 @@ def _activation_kernel(fn):
     return kernel
 
 
-# (op type, allowed dtypes, kernel body)
+# --- gradients and lowerings of the activations ---------------------------------------
+
+
+def _relu_grad(op, g):
+    return [_where(op.outputs[0] > 0, g, fill_ops.zeros_like(g))]
+
+
+def _relu6_grad(op, g):
+    x = op.inputs[0]
+    return [_where(math_compare.logical_and(x > 0, x < 6), g, fill_ops.zeros_like(g))]
+
+
+def _elu_grad(op, g):
+    x, y = op.inputs[0], op.outputs[0]
+    return [_where(x > 0, g, g * (y + 1.0))]
+
+
+def _selu_grad(op, g):
+    x, y = op.inputs[0], op.outputs[0]
+    return [_where(x > 0, g * _SELU_SCALE, g * (y + _SELU_SCALE * _SELU_ALPHA))]
+
+
+def _softplus_grad(op, g):
+    return [g * math_unary.sigmoid(op.inputs[0])]
+
+
+def _softsign_grad(op, g):
+    return [g / math_unary.square(math_unary.abs(op.inputs[0]) + 1.0)]
+
+
+def _leaky_relu_grad(op, g):
+    return [_where(op.inputs[0] > 0, g, g * op.get_attr("alpha"))]
+
+
+def _where(cond, a, b):
+    return select_ops.where_v2(cond, a, b)
+
+
+def _activation_lowering(fn):
+    """Elementwise lowering of y = fn(dtype, x, op), computed in float32 for float16."""
+
+    def lower(ctx, op, inputs):
+        require_real(op)
+        dt = inputs[0].dtype
+        cdt = compute_dtype(dt)
+        return [map_nodes(ctx, lambda x: cast(fn(cdt, cast(x, cdt), op), dt), inputs, dt)]
+
+    return lower
+
+
+def _mk(kind, dt, *args):
+    return ir.make(kind, dt, args)
+
+
+def _positive(x):
+    return _mk(S.GT, _dtypes.bool_, x, ir.const(0, x.dtype))
+
+
+def _expm1_negative_part(dt, x):
+    return _mk(S.EXPM1, dt, _mk(S.MIN, dt, x, ir.const(0, dt)))
+
+
+def _relu_ir(dt, x, op):
+    return _mk(S.MAX, dt, x, ir.const(0, dt))
+
+
+def _relu6_ir(dt, x, op):
+    return _mk(S.MIN, dt, _relu_ir(dt, x, op), ir.const(6, dt))
+
+
+def _elu_ir(dt, x, op):
+    return _mk(S.SELECT, dt, _positive(x), x, _expm1_negative_part(dt, x))
+
+
+def _selu_ir(dt, x, op):
+    neg = _mk(S.MUL, dt, ir.const(_SELU_ALPHA, dt), _expm1_negative_part(dt, x))
+    return _mk(S.MUL, dt, ir.const(_SELU_SCALE, dt), _mk(S.SELECT, dt, _positive(x), x, neg))
+
+
+def _softplus_ir(dt, x, op):  # logaddexp(0, x) = max(x, 0) + log1p(exp(-|x|))
+    tail = _mk(S.LOG1P, dt, _mk(S.EXP, dt, _mk(S.NEG, dt, _mk(S.ABS, dt, x))))
+    return _mk(S.ADD, dt, _relu_ir(dt, x, op), tail)
+
+
+def _softsign_ir(dt, x, op):
+    return _mk(S.DIV, dt, x, _mk(S.ADD, dt, ir.const(1, dt), _mk(S.ABS, dt, x)))
+
+
+def _leaky_relu_ir(dt, x, op):
+    alpha = ir.const(op.get_attr("alpha"), dt)
+    return _mk(S.SELECT, dt, _positive(x), x, _mk(S.MUL, dt, x, alpha))
+
+
+# (op type, allowed dtypes, kernel body, gradient, lowering's scalar expression)
 _ACTIVATIONS = (
-    ("Relu", REALS, _relu),
-    ("Relu6", REALS, _relu6),
-    ("Elu", FLOATS, _elu),
-    ("Selu", FLOATS, _selu),
-    ("Softplus", FLOATS, _softplus),
-    ("Softsign", FLOATS, _softsign),
-    ("LeakyRelu", FLOATS, _leaky_relu),
+    ("Relu", REALS, _relu, _relu_grad, _relu_ir),
+    ("Relu6", REALS, _relu6, _relu6_grad, _relu6_ir),
+    ("Elu", FLOATS, _elu, _elu_grad, _elu_ir),
+    ("Selu", FLOATS, _selu, _selu_grad, _selu_ir),
+    ("Softplus", FLOATS, _softplus, _softplus_grad, _softplus_ir),
+    ("Softsign", FLOATS, _softsign, _softsign_grad, _softsign_ir),
+    ("LeakyRelu", FLOATS, _leaky_relu, _leaky_relu_grad, _leaky_relu_ir),
 )
 
 RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU = (
     OpDef(name, _activation_infer(allowed), _activation_kernel(fn),
-          traits={Trait.ELEMENTWISE}, doc=f"The {name} activation, elementwise.")
-    for name, allowed, fn in _ACTIVATIONS)
+          traits={Trait.ELEMENTWISE}, gradient=gradient, lower=_activation_lowering(scalar),
+          doc=f"The {name} activation, elementwise.")
+    for name, allowed, fn, gradient, scalar in _ACTIVATIONS)
 
 
 def _activation(op_def, features, name, attrs=None) -> Tensor:
@@ -152,9 +245,7 @@ def leaky_relu(features, alpha: float = 0.2, name=None) -> Tensor:
     with graph.as_default(), graph.name_scope(name or "LeakyRelu") as scope:
         x = to_tensor(features, name="features")
         if x.dtype.is_integer:
-            from .math_ops import cast
-
-            x = cast(x, _dtypes.float32)
+            x = math_cast.cast(x, _dtypes.float32)
         return make_op(LEAKY_RELU, [x], {"alpha": float(alpha)}, name=scope).outputs[0]
 
 
@@ -202,7 +293,34 @@ def _bias_kernel(ctx, inputs, attrs):
     return [np.asarray(value + shaped).astype(value.dtype, copy=False)]
 
 
-BIAS_ADD = OpDef("BiasAdd", _bias_infer, _bias_kernel,
+def _bias_add_grad(op, g):
+    value = op.inputs[0]
+    if op.get_attr("data_format") != "NCHW":
+        channels = shape_ops.shape(op.inputs[1])
+        rows = reshape_ops.reshape(g, join_ops.concat([[-1], channels], 0))
+        return [g, reduction_ops.reduce_sum(rows, 0)]
+    r = value.shape.ndims
+    axes = [0, *range(2, r)] if r is not None else join_ops.concat(
+        [[0], fill_ops.range(2, shape_ops.rank(g))], 0)
+    return [g, reduction_ops.reduce_sum(g, axes)]
+
+
+def _lower_bias_add(ctx, op, inputs):
+    require_real(op)
+    value, bias = inputs
+    axis = 1 if op.get_attr("data_format") == "NCHW" else len(value.shape) - 1
+    ctx.check_equal(value.shape[axis], bias.shape[0], "Must provide as many biases as the "
+                    "channel dimension of the input tensor")
+    shape = list(value.shape)
+    if not ir.is_const(shape[axis]):
+        shape[axis] = bias.shape[0]  # the two are equal; prefer a static size
+    axes = ir.axis_vars(len(shape))
+    body = ir.make(S.ADD, value.dtype, (ir.load(value, axes), ir.load(bias, (axes[axis],))))
+    return [ir.compute(value.dtype, shape, axes, body)]
+
+
+BIAS_ADD = OpDef("BiasAdd", _bias_infer, _bias_kernel, gradient=_bias_add_grad,
+                 lower=_lower_bias_add,
                  doc="value + bias along the channel dimension (last, or 1 for NCHW).")
 
 
@@ -223,199 +341,9 @@ def bias_add(value, bias, data_format: str | None = None, name=None) -> Tensor:
 
 def xw_plus_b(x, weights, biases, name=None) -> Tensor:
     """matmul(x, weights) + biases (a composition of MatMul and BiasAdd)."""
-    from .matmul_ops import matmul
-
     graph = graph_for((x, weights, biases))
     with graph.as_default(), graph.name_scope(name or "xw_plus_b") as scope:
-        return bias_add(matmul(x, weights), biases, name=scope)
+        return bias_add(matmul_ops.matmul(x, weights), biases, name=scope)
 
 
-# --- Softmax / LogSoftmax -------------------------------------------------------------------
-
-
-def _last_axis_infer(param):
-    def infer(op):
-        x = op.inputs[0]
-        check_dtype(x, FLOATS, param)
-        if x.shape.ndims == 0:
-            raise ValueError(f"Shape must be at least rank 1 but is rank 0: {op.type} needs "
-                             f"{param} with at least one dimension.")
-        return [(x.dtype, x.shape)]
-
-    return infer
-
-
-def _shifted(x):
-    """x minus its max over the last axis, and log(sum(exp(.))) of that (both keepdims)."""
-    top = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        shifted = x - top
-        return shifted, np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
-
-
-def _softmax_kernel(ctx, inputs, attrs):
-    x = _compute_dtype(inputs[0])
-    shifted, log_total = _shifted(x)
-    with np.errstate(invalid="ignore", over="ignore"):
-        y = np.exp(shifted - log_total)
-    return [y.astype(inputs[0].dtype, copy=False)]
-
-
-def _log_softmax_kernel(ctx, inputs, attrs):
-    x = _compute_dtype(inputs[0])
-    shifted, log_total = _shifted(x)
-    with np.errstate(invalid="ignore"):
-        y = shifted - log_total
-    return [y.astype(inputs[0].dtype, copy=False)]
-
-
-SOFTMAX = OpDef("Softmax", _last_axis_infer("logits"), _softmax_kernel,
-                doc="exp(x) / sum(exp(x)) over the last axis.")
-LOG_SOFTMAX = OpDef("LogSoftmax", _last_axis_infer("logits"), _log_softmax_kernel,
-                    doc="x - log(sum(exp(x))) over the last axis.")
-
-
-def _static_axis(axis, what="axis") -> int:
-    if isinstance(axis, Tensor):
-        value = static_value(axis)
-        if value is None or value.size != 1:
-            raise ValueError(f"{what} must be known while building the graph.")
-        return int(value.reshape(()))
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{what} must be an int, got {axis!r}.")
-    return int(axis)
-
-
-def _softmax_like(op_def, logits, axis, name, dim) -> Tensor:
-    axis = -1 if axis is None and dim is None else _deprecated_axis(axis, dim)
-    axis = _static_axis(axis)
-    graph = graph_for((logits,))
-    with graph.as_default(), graph.name_scope(name or op_def.default_name) as scope:
-        x = to_tensor(logits, name="logits")
-        if axis == -1:
-            return make_op(op_def, [x], {}, name=scope).outputs[0]
-        x, inverse = move_axis_to_end(x, axis)
-        y = make_op(op_def, [x], {}).outputs[0]
-        if inverse is None:
-            return y
-        from .array_ops import transpose
-
-        return transpose(y, inverse)
-
-
-def _deprecated_axis(axis, dim):
-    if axis is not None and dim is not None:
-        raise ValueError("Cannot specify both 'axis' and 'dim'.")
-    return axis if axis is not None else dim
-
-
-def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
-    """exp(logits) / sum(exp(logits)) along `axis` (default -1), numerically stable."""
-    return _softmax_like(SOFTMAX, logits, axis, name, dim)
-
-
-def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
-    """logits - log(sum(exp(logits))) along `axis` (default -1), numerically stable."""
-    return _softmax_like(LOG_SOFTMAX, logits, axis, name, dim)
-
-
-OP_DEFS = (RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU, BIAS_ADD, SOFTMAX,
-           LOG_SOFTMAX)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _activation_lowering(fn):
-    """Elementwise lowering of y = fn(dtype, x, op), computed in float32 for float16."""
-
-    def lower(ctx, op, inputs):
-        require_real(op)
-        dt = inputs[0].dtype
-        cdt = compute_dtype(dt)
-        return [map_nodes(ctx, lambda x: cast(fn(cdt, cast(x, cdt), op), dt), inputs, dt)]
-
-    return lower
-
-
-def _lower_bias_add(ctx, op, inputs):
-    require_real(op)
-    value, bias = inputs
-    axis = 1 if op.get_attr("data_format") == "NCHW" else len(value.shape) - 1
-    ctx.check_equal(value.shape[axis], bias.shape[0], "Must provide as many biases as the "
-                    "channel dimension of the input tensor")
-    shape = list(value.shape)
-    if not ir.is_const(shape[axis]):
-        shape[axis] = bias.shape[0]  # the two are equal; prefer a static size
-    axes = ir.axis_vars(len(shape))
-    body = ir.make(S.ADD, value.dtype, (ir.load(value, axes), ir.load(bias, (axes[axis],))))
-    return [ir.compute(value.dtype, shape, axes, body)]
-
-
-def _softmax_lowering(log: bool):
-    def lower(ctx, op, inputs):
-        require_real(op)
-        x = inputs[0]
-        rows = RowSoftmax(x)
-        axes = ir.axis_vars(len(x.shape))
-        if log:
-            y = rows.log_prob(axes)
-        else:
-            # e = exp(x - max) once per element (a per-row scratch buffer), its row sum, then
-            # e * (1 / sum), as TensorFlow's kernel computes it: the exps are computed once,
-            # every loop vectorizes, and one division per row replaces one per element
-            # (W2 4096x1024 float32 on Zen 4, 2 threads: 0.93 ms against 1.05 ms)
-            e = ir.compute(rows.dtype, x.shape, axes, rows.op(S.EXP, rows.shifted(axes)))
-            total = reduce_axes(e, [len(x.shape) - 1], True, Combiner.ADD, rows.dtype)
-            inverse = rows.op(S.DIV, ir.const(1, rows.dtype),
-                              ir.load(total, tuple(axes[:-1]) + (ir.index(0),)))
-            y = rows.op(S.MUL, ir.load(e, axes), inverse)
-        return [ir.compute(x.dtype, x.shape, axes, cast(y, x.dtype))]
-
-    return lower
-
-
-def _mk(kind, dt, *args):
-    return ir.make(kind, dt, args)
-
-
-def _positive(x):
-    return _mk(S.GT, _dtypes.bool_, x, ir.const(0, x.dtype))
-
-
-def _expm1_negative_part(dt, x):
-    return _mk(S.EXPM1, dt, _mk(S.MIN, dt, x, ir.const(0, dt)))
-
-
-def _attach_lowerings():
-    def relu(dt, x, op):
-        return _mk(S.MAX, dt, x, ir.const(0, dt))
-
-    def relu6(dt, x, op):
-        return _mk(S.MIN, dt, relu(dt, x, op), ir.const(6, dt))
-
-    def elu(dt, x, op):
-        return _mk(S.SELECT, dt, _positive(x), x, _expm1_negative_part(dt, x))
-
-    def selu(dt, x, op):
-        neg = _mk(S.MUL, dt, ir.const(_SELU_ALPHA, dt), _expm1_negative_part(dt, x))
-        return _mk(S.MUL, dt, ir.const(_SELU_SCALE, dt), _mk(S.SELECT, dt, _positive(x), x, neg))
-
-    def softplus(dt, x, op):  # logaddexp(0, x) = max(x, 0) + log1p(exp(-|x|))
-        tail = _mk(S.LOG1P, dt, _mk(S.EXP, dt, _mk(S.NEG, dt, _mk(S.ABS, dt, x))))
-        return _mk(S.ADD, dt, relu(dt, x, op), tail)
-
-    def softsign(dt, x, op):
-        return _mk(S.DIV, dt, x, _mk(S.ADD, dt, ir.const(1, dt), _mk(S.ABS, dt, x)))
-
-    def leaky_relu(dt, x, op):
-        alpha = ir.const(op.get_attr("alpha"), dt)
-        return _mk(S.SELECT, dt, _positive(x), x, _mk(S.MUL, dt, x, alpha))
-
-    for op_def, fn in ((RELU, relu), (RELU6, relu6), (ELU, elu), (SELU, selu),
-                       (SOFTPLUS, softplus), (SOFTSIGN, softsign), (LEAKY_RELU, leaky_relu)):
-        op_def.lower = _activation_lowering(fn)
-    BIAS_ADD.lower = _lower_bias_add
-    SOFTMAX.lower = _softmax_lowering(log=False)
-    LOG_SOFTMAX.lower = _softmax_lowering(log=True)
-
-
-_attach_lowerings()
+OP_DEFS = (RELU, RELU6, ELU, SELU, SOFTPLUS, SOFTSIGN, LEAKY_RELU, BIAS_ADD)

@@ -9,6 +9,7 @@ that defines the op.  Sub-namespaces (`tf.math`, `tf.linalg`, ...) are built by 
 
 from ..dtypes import (complex64, complex128, float16, float32, float64, int8,  # noqa: F401
                       int16, int32, int64, uint8, uint16, uint32, uint64)
+from .arg_ops import *  # noqa: F401,F403
 from .array_ops import *  # noqa: F401,F403
 from .basic_ops import (constant, group, identity, no_op, placeholder,  # noqa: F401
                         placeholder_with_default, stop_gradient)
@@ -26,3 +27,5 @@ from .random_ops import *  # noqa: F401,F403
 from .reduction_ops import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .slicing_ops import *  # noqa: F401,F403
+from .getitem_ops import tensor_getitem  # noqa: F401
+from .gather_ops import boolean_mask, gather, gather_nd  # noqa: F401

@@ -115,26 +115,3 @@ def convert_list(values, op_type: str, param: str = "values", graph=None) -> lis
 def describe_dims(dims) -> str:
     """'[2,?,3]' for a list of ints and None."""
     return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
-
-
-def move_axis_to_end(x: Tensor, axis: int):
-    """(x with `axis` moved last, other axes in order; inverse perm or None if unchanged).
-
-    Needs a known rank unless axis is -1; ValueError for an out-of-range axis.
-    """
-    if axis == -1:
-        return x, None
-    from .array_ops import transpose
-
-    rank = x.shape.ndims
-    if rank is None:
-        raise ValueError(f"An axis other than -1 needs a known rank; {x.name} has unknown "
-                         "rank.")
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for {x.name} of rank {rank}.")
-    axis %= rank
-    if axis == rank - 1:
-        return x, None
-    perm = [d for d in range(rank) if d != axis] + [axis]
-    inverse = [perm.index(d) for d in range(rank)]
-    return transpose(x, perm), inverse

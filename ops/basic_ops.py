@@ -3,8 +3,9 @@ StopGradient, NoOp.
 
 Public functions: `constant`, `placeholder`, `placeholder_with_default`, `identity`,
 `stop_gradient`, `no_op`, `group`.  StopGradient is an identity whose gradient is None
-(autodiff treats its output as a constant); the gradients of these ops live in
-ops/array_grad.py.  A Const op holds its value as a read-only NumPy array in attr `value`;
+(autodiff treats its output as a constant); Identity and PlaceholderWithDefault pass the
+gradient through.  A Const op holds its value as a read-only NumPy array in attr `value`
+(its OpDef is made in conversion.py, which converts values to tensors, and listed here);
 a Placeholder's kernel only runs when nobody fed it, and then raises the error TensorFlow
 raises ("You must feed a value for placeholder tensor ...").
 """
@@ -15,35 +16,12 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import get_default_graph
+from ..compiler.core.node import _as_operation
 from ..compiler.core.shapes import as_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
-from .conversion import constant_array
+from .conversion import CONST, constant_array, constant_from_array  # noqa: F401 - Const
 from .registry import OpDef, Trait
-
-# --- Const --------------------------------------------------------------------------------
-
-
-def _const_infer(op):
-    value = op.get_attr("value")
-    return [(op.get_attr("dtype"), value.shape)]
-
-
-def _const_kernel(ctx, inputs, attrs):
-    return [attrs["value"]]
-
-
-CONST = OpDef("Const", _const_infer, _const_kernel, traits={Trait.SOURCE})
-
-
-def constant_from_array(arr: np.ndarray, name="Const", graph=None):
-    """A Const op holding `arr` (already of a flowjit dtype); returns its tensor."""
-    arr = np.array(arr, copy=True)
-    arr.flags.writeable = False
-    dtype = _dtypes.as_dtype(arr.dtype)
-    graph = graph or get_default_graph()
-    return graph.create_op(CONST, [], {"value": arr, "dtype": dtype}, name).outputs[0]
-
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A tensor holding `value` (TensorFlow's `tf.constant`).
@@ -119,8 +97,21 @@ def _identity_kernel(ctx, inputs, attrs):
     return [inputs[0]]
 
 
+def _pass_through(op, g):
+    return [g]
+
+
+def _blocked(op, *grads):
+    return [None] * len(op.inputs)
+
+
+def _lower_identity(ctx, op, inputs):
+    return [inputs[0]]
+
+
 PLACEHOLDER_WITH_DEFAULT = OpDef("PlaceholderWithDefault", _with_default_infer,
-                                 _identity_kernel, traits={Trait.RUNTIME_VALUE})
+                                 _identity_kernel, traits={Trait.RUNTIME_VALUE},
+                                 gradient=_pass_through, lower=_lower_identity)
 
 
 def placeholder_with_default(input, shape, name=None):
@@ -138,7 +129,8 @@ def _identity_infer(op):
     return [(t.dtype, t.shape)]
 
 
-IDENTITY = OpDef("Identity", _identity_infer, _identity_kernel)
+IDENTITY = OpDef("Identity", _identity_infer, _identity_kernel, gradient=_pass_through,
+                 lower=_lower_identity)
 
 
 def identity(input, name=None):
@@ -146,7 +138,8 @@ def identity(input, name=None):
     return make_op(IDENTITY, [to_tensor(input)], {}, name or "Identity").outputs[0]
 
 
-STOP_GRADIENT = OpDef("StopGradient", _identity_infer, _identity_kernel,
+STOP_GRADIENT = OpDef("StopGradient", _identity_infer, _identity_kernel, gradient=_blocked,
+                      lower=_lower_identity,
                       doc="identity in the forward pass; blocks gradients (they are None)")
 
 
@@ -155,7 +148,12 @@ def stop_gradient(input, name=None):
     return make_op(STOP_GRADIENT, [to_tensor(input)], {}, name or "StopGradient").outputs[0]
 
 
-NO_OP = OpDef("NoOp", lambda op: [], lambda ctx, inputs, attrs: [], traits={Trait.SOURCE})
+def _lower_no_op(ctx, op, inputs):
+    return []  # ordering only; a kernel runs its ops in order
+
+
+NO_OP = OpDef("NoOp", lambda op: [], lambda ctx, inputs, attrs: [], traits={Trait.SOURCE},
+              lower=_lower_no_op)
 
 
 def no_op(name=None):
@@ -165,8 +163,6 @@ def no_op(name=None):
 
 def group(*inputs, name=None):
     """An op that runs after every op (or tensor's producer) in `inputs`."""
-    from ..compiler.core.node import _as_operation
-
     flat = []
     for x in inputs:
         if isinstance(x, (list, tuple, set)):
@@ -182,25 +178,3 @@ def group(*inputs, name=None):
 
 OP_DEFS = (CONST, PLACEHOLDER, PLACEHOLDER_WITH_DEFAULT, IDENTITY, STOP_GRADIENT, NO_OP)
 
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _lower_const(ctx, op, inputs):
-    from ..compiler.core import ir
-    from ..compiler.core.ir_build import NotLowerable
-
-    value = op.get_attr("value")
-    dtype = op.get_attr("dtype")
-    if dtype.is_complex or dtype is _dtypes.string:
-        raise NotLowerable(f"{dtype.name} constants are not compiled")
-    if value.size == 1:
-        shape = [ir.index(d) for d in value.shape]
-        return [ir.compute(dtype, shape, ir.axis_vars(len(shape)),
-                           ir.const(value.reshape(()).item(), dtype))]
-    return [ctx.constant(value)]
-
-
-CONST.lower = _lower_const
-IDENTITY.lower = lambda ctx, op, inputs: [inputs[0]]
-NO_OP.lower = lambda ctx, op, inputs: []  # ordering only; a kernel runs its ops in order
-STOP_GRADIENT.lower = lambda ctx, op, inputs: [inputs[0]]
-PLACEHOLDER_WITH_DEFAULT.lower = lambda ctx, op, inputs: [inputs[0]]

@@ -6,7 +6,8 @@ Owns: BitwiseAnd, BitwiseOr, BitwiseXor, Invert, LeftShift, RightShift and the f
 Integer dtypes only (as TensorFlow's kernels); both operands of one dtype, broadcasting.
 Shifts follow NumPy where TensorFlow leaves the result undefined: a count that is negative
 or at least the type's width gives 0 for a left shift, and 0 or -1 (the sign) for a right
-shift, in the reference kernel and in compiled code alike.
+shift, in the reference kernel and in compiled code alike.  Integer outputs have no
+gradient; each op lowers to one IR scalar operation.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Scalar as S
 from .builder import INTEGERS
-from .math_binary import apply_binary, binary_def
-from .math_unary import _apply, unary_def
+from .elementwise import apply_binary, apply_unary, binary_def, unary_def
+from .lower_util import lower_as
 
 
 def _shift(fn):
@@ -34,15 +36,21 @@ def _shift(fn):
 
 
 BITWISE_AND = binary_def("BitwiseAnd", np.bitwise_and, INTEGERS, commutative=True,
-                         doc="x & y, bit by bit")
+                         doc="x & y, bit by bit",
+                         lower=lower_as(S.BITAND))
 BITWISE_OR = binary_def("BitwiseOr", np.bitwise_or, INTEGERS, commutative=True,
-                        doc="x | y, bit by bit")
+                        doc="x | y, bit by bit",
+                        lower=lower_as(S.BITOR))
 BITWISE_XOR = binary_def("BitwiseXor", np.bitwise_xor, INTEGERS, commutative=True,
-                         doc="x ^ y, bit by bit")
-LEFT_SHIFT = binary_def("LeftShift", _shift(np.left_shift), INTEGERS, doc="x << y")
+                         doc="x ^ y, bit by bit",
+                         lower=lower_as(S.BITXOR))
+LEFT_SHIFT = binary_def("LeftShift", _shift(np.left_shift), INTEGERS, doc="x << y",
+                        lower=lower_as(S.SHL))
 RIGHT_SHIFT = binary_def("RightShift", _shift(np.right_shift), INTEGERS,
-                         doc="x >> y (arithmetic for signed types)")
-INVERT = unary_def("Invert", np.invert, INTEGERS, doc="~x, every bit flipped")
+                         doc="x >> y (arithmetic for signed types)",
+                         lower=lower_as(S.SHR))
+INVERT = unary_def("Invert", np.invert, INTEGERS, doc="~x, every bit flipped",
+                   lower=lower_as(S.BITNOT))
 
 
 def bitwise_and(x, y, name: str | None = None) -> Tensor:
@@ -73,23 +81,9 @@ def right_shift(x, y, name: str | None = None) -> Tensor:
 
 def invert(x, name: str | None = None) -> Tensor:
     """~x elementwise: every bit flipped (integers)."""
-    return _apply(INVERT, x, name)
+    return apply_unary(INVERT, x, name)
 
 
 __all__ = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"]
 
 OP_DEFS = (BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT, RIGHT_SHIFT, INVERT)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _attach_lowerings():
-    from ..compiler.core.ir import Scalar as S
-    from .lower_util import lower_as
-
-    for op_def, kind in ((BITWISE_AND, S.BITAND), (BITWISE_OR, S.BITOR),
-                         (BITWISE_XOR, S.BITXOR), (LEFT_SHIFT, S.SHL), (RIGHT_SHIFT, S.SHR),
-                         (INVERT, S.BITNOT)):
-        op_def.lower = lower_as(kind)
-
-
-_attach_lowerings()

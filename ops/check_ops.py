@@ -10,6 +10,8 @@ through.
 
 from __future__ import annotations
 
+from ..compiler.core import ir
+from ..compiler.core.ir import Scalar
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
 from .registry import OpDef
@@ -28,7 +30,18 @@ def _kernel(ctx, inputs, attrs):
     return [x]
 
 
-ENSURE_NON_EMPTY = OpDef("EnsureNonEmpty", _infer, _kernel,
+def _pass_through(op, g):
+    return [g]
+
+
+def _lower(ctx, op, inputs):
+    x = inputs[0]
+    for a in op.get_attr("axes"):
+        ctx.check(ir.make(Scalar.GT, "bool", (x.shape[a], ir.index(0))), op.get_attr("message"))
+    return [x]
+
+
+ENSURE_NON_EMPTY = OpDef("EnsureNonEmpty", _infer, _kernel, gradient=_pass_through, lower=_lower,
                          doc="x, failing with `message` when an axis in `axes` has length 0")
 
 
@@ -40,22 +53,4 @@ def ensure_non_empty(x, axes, message: str, name=None):
                    name or "EnsureNonEmpty").outputs[0]
 
 
-def _pass_through(op, g):
-    return [g]
-
-
 OP_DEFS = (ENSURE_NON_EMPTY,)
-GRADIENTS = ((ENSURE_NON_EMPTY, _pass_through),)
-
-
-def _lower(ctx, op, inputs):
-    from ..compiler.core import ir
-    from ..compiler.core.ir import Scalar
-
-    x = inputs[0]
-    for a in op.get_attr("axes"):
-        ctx.check(ir.make(Scalar.GT, "bool", (x.shape[a], ir.index(0))), op.get_attr("message"))
-    return [x]
-
-
-ENSURE_NON_EMPTY.lower = _lower

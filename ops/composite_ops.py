@@ -14,14 +14,19 @@ import numpy as np
 
 from ..compiler.core.graph import Tensor
 from . import math_ops as mo
-from .array_ops import reshape
+from .array_ops import reshape, transpose
 from .builder import graph_for, to_tensor
 from .fill_ops import ones_like, zeros_like
+from .fill_ops import range as range_
 from .gather_ops import gather
 from .join_ops import concat
+from .math_compare import greater, greater_equal, less, less_equal
+from .matmul_ops import matmul
 from .pad_ops import pad
+from .random_ops import random_uniform
 from .reduction_ops import reduce_max, reduce_mean, reduce_sum
 from .shape_ops import shape as shape_of
+from .slicing_ops import slice as slice_
 
 
 def atan(x, name=None) -> Tensor:
@@ -128,8 +133,6 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
             begin = [0] * rank
             size = [-1] * rank
             size[ax] = n - step
-            from .slicing_ops import slice as slice_
-
             head = slice_(t, begin, size)
             pads = [[0, 0]] * rank
             pads[ax] = [step, 0]
@@ -147,11 +150,6 @@ def _cumsum_by_mask(x, ax: int, exclusive: bool, reverse: bool) -> Tensor:
     """cumsum along an axis whose length is only known at run time: x (that axis moved
     last) times the 0/1 matrix M[i, j] = (i <= j), or i < j, i >= j, i > j for the
     exclusive and reversed sums. O(n**2) work, but a matmul, with its gradient."""
-    from .array_ops import transpose
-    from .fill_ops import range as range_
-    from .math_compare import greater, greater_equal, less, less_equal
-    from .matmul_ops import matmul
-
     rank = x.shape.ndims
     perm = [d for d in builtins_range(rank) if d != ax] + [ax]
     moved = transpose(x, perm) if perm != list(builtins_range(rank)) else x
@@ -204,8 +202,6 @@ def _kept_shape(x, axes):
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """x / keep_prob where a uniform draw is below keep_prob, else 0 (TF1's nn.dropout;
     `rate` = 1 - keep_prob as in TF2's signature)."""
-    from .random_ops import random_uniform
-
     if (keep_prob is None) == (rate is None):
         raise ValueError("dropout: give exactly one of keep_prob and rate.")
     x = to_tensor(x)

@@ -1,10 +1,12 @@
 """Turning Python and NumPy values into graph tensors, and reading static values back.
 
-Owns `convert_to_tensor` (TensorFlow's strict typing: a Python or NumPy value takes the
-requested dtype when it converts without loss of kind, never silently truncating a float to
-an int), `constant_array` (the NumPy array a `constant` op will hold), `static_value` (the
-value of a tensor when it is known while the graph is being built, used by shape inference)
-and `static_shape_from_tensor` (a partially known shape held in a 1-D int tensor).
+Owns the Const op (`constant_from_array`; `basic_ops.constant` is its public function and
+`basic_ops.OP_DEFS` lists it), `convert_to_tensor` (TensorFlow's strict typing: a Python or
+NumPy value takes the requested dtype when it converts without loss of kind, never
+silently truncating a float to an int), `constant_array` (the NumPy array a `constant` op
+will hold), `static_value` (the value of a tensor when it is known while the graph is being
+built, used by shape inference) and `static_shape_from_tensor` (a partially known shape
+held in a 1-D int tensor).
 """
 
 from __future__ import annotations
@@ -12,11 +14,49 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from ..compiler.core.graph import Operation, Tensor
+from ..compiler.core import ir
+from ..compiler.core.graph import Operation, Tensor, get_default_graph
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
-from .registry import Trait
+from .registry import OpDef, Trait
 
 _STATIC_LIMIT = 4096  # elements: static evaluation is for shape arithmetic, not big data
+
+
+# --- Const: a value held by the graph (listed in basic_ops.OP_DEFS) -------------------
+
+
+def _const_infer(op):
+    value = op.get_attr("value")
+    return [(op.get_attr("dtype"), value.shape)]
+
+
+def _const_kernel(ctx, inputs, attrs):
+    return [attrs["value"]]
+
+
+def _lower_const(ctx, op, inputs):
+    value = op.get_attr("value")
+    dtype = op.get_attr("dtype")
+    if dtype.is_complex or dtype is _dtypes.string:
+        raise NotLowerable(f"{dtype.name} constants are not compiled")
+    if value.size == 1:
+        shape = [ir.index(d) for d in value.shape]
+        return [ir.compute(dtype, shape, ir.axis_vars(len(shape)),
+                           ir.const(value.reshape(()).item(), dtype))]
+    return [ctx.constant(value)]
+
+
+CONST = OpDef("Const", _const_infer, _const_kernel, traits={Trait.SOURCE}, lower=_lower_const)
+
+
+def constant_from_array(arr: np.ndarray, name="Const", graph=None):
+    """A Const op holding `arr` (already of a flowjit dtype); returns its tensor."""
+    arr = np.array(arr, copy=True)
+    arr.flags.writeable = False
+    dtype = _dtypes.as_dtype(arr.dtype)
+    graph = graph or get_default_graph()
+    return graph.create_op(CONST, [], {"value": arr, "dtype": dtype}, name).outputs[0]
 
 
 def _contains_tensor(value) -> bool:
@@ -126,7 +166,10 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
         raise TypeError(f"Cannot use Operation '{value.name}' as a Tensor; use "
                         f"'{value.name}.outputs[0]' or the tensor it produces.")
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from .array_ops import stack  # auto-packing
+        # Auto-packing builds a Pack op, whose module converts its inputs with this
+        # function: the one cycle between the shared builders and an op module, so the
+        # import waits until a list that holds tensors is converted.
+        from .join_ops import stack
 
         if dtype is None:
             dtype = first_tensor_dtype(value)
@@ -139,8 +182,6 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
             arr = constant_array(value)
     else:
         arr = constant_array(value, dtype)
-    from .basic_ops import constant_from_array
-
     return constant_from_array(arr, name=name or "Const")
 
 

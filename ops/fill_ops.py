@@ -1,12 +1,14 @@
-"""Tensors made from a shape and a value: Fill, ZerosLike, OnesLike, Range and OneHot.
+"""Tensors made from a shape and a value: Fill, ZerosLike, OnesLike and Range (OneHot:
+one_hot_ops.py).
 
 Public functions (re-exported by `array_ops`): `fill`, `zeros`, `ones`, `zeros_like`,
 `ones_like`, `range` (TensorFlow's name: inside this module `range` is flowjit's, so the
-module does not use Python's), `one_hot`.  As in TensorFlow 1.x, `zeros`/`ones` of a small
-static shape and `zeros_like`/`ones_like` of a fully known shape produce a Const; other
-shapes produce a Fill (or ZerosLike/OnesLike when the dtype is unchanged).  `range` infers
-int32 when every argument is an int and float32 otherwise, widening along
-int32 < int64 < float32 < float64.
+module does not use Python's).  Fill's gradient goes to its value (a sum); ZerosLike and
+OnesLike have none (their values do not depend on the input's).  As in TensorFlow 1.x,
+`zeros`/`ones` of a small static shape and `zeros_like`/`ones_like` of a fully known shape
+produce a Const; other shapes produce a Fill (or ZerosLike/OnesLike when the dtype is
+unchanged).  `range` infers int32 when every argument is an int and float32 otherwise,
+widening along int32 < int64 < float32 < float64.
 """
 
 from __future__ import annotations
@@ -19,16 +21,14 @@ from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor, name_scope
 from ..compiler.core.ir_build import NotLowerable
-from ..compiler.core.shapes import unknown_shape
-from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_error,
-                           static_int, static_ints)
+from . import basic_ops, math_cast, reduction_ops, reshape_ops, shape_ops
 from . import lower_index as lx
-from .basic_ops import constant_from_array
+from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_error,
+                           static_ints)
 from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
 from .conversion import constant_array, static_shape_from_tensor, static_value
 from .lower_util import require_real
 from .registry import OpDef
-from .shape_ops import shape as _shape
 
 _SMALL_CONSTANT = 1000  # elements: zeros/ones below this size become a Const, as in TF
 
@@ -61,7 +61,21 @@ def _fill_kernel(ctx, inputs, attrs):
     return [np.broadcast_to(value, shape).copy()]
 
 
-FILL = OpDef("Fill", _fill_infer, _fill_kernel)
+def _fill_grad(op, g):
+    return [None, reduction_ops.reduce_sum(g)]
+
+
+def _lower_fill(ctx, op, inputs):
+    require_real(op)
+    dims = ctx.symbolic_ints(op.inputs[0])
+    for d in dims:
+        lx.require(ctx, lx.ge(d, 0), f"Fill dims must be non-negative ({op.name})")
+    shape = lx.out_shape(op.outputs[0], dims)
+    return [ir.compute(op.outputs[0].dtype, shape, ir.axis_vars(len(shape)),
+                       ir.load(inputs[1], ()))]
+
+
+FILL = OpDef("Fill", _fill_infer, _fill_kernel, gradient=_fill_grad, lower=_lower_fill)
 
 
 def fill(dims, value, name=None):
@@ -105,14 +119,12 @@ def _filled(shape, dtype, one: bool, name, default_name):
     dims = _static_shape_list(shape)
     if dims is not None and all(d >= 0 for d in dims) and math.prod(dims) < _SMALL_CONSTANT:
         with name_scope(name, default_name) as scope:
-            return constant_from_array(np.broadcast_to(value, dims), name=scope)
+            return basic_ops.constant_from_array(np.broadcast_to(value, dims), name=scope)
     with name_scope(name, default_name, [shape]) as scope:
         shape_t = index_tensor(shape, "shape")
         if shape_t.shape.ndims == 0:
-            from .array_ops import reshape
-
-            shape_t = reshape(shape_t, [-1])
-        return make_op(FILL, [shape_t, constant_from_array(value)], {}, scope).outputs[0]
+            shape_t = reshape_ops.reshape(shape_t, [-1])
+        return make_op(FILL, [shape_t, basic_ops.constant_from_array(value)], {}, scope).outputs[0]
 
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
@@ -152,8 +164,24 @@ def _ones_like_kernel(ctx, inputs, attrs):
     return [np.ones(x.shape, dtype=x.dtype)]
 
 
-ZEROS_LIKE = OpDef("ZerosLike", _zeros_like_infer, _zeros_like_kernel)
-ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel)
+def _no_gradient(op, g):
+    return [None]  # the values do not depend on the input's values
+
+
+def _constant_like(value):
+    def lower(ctx, op, inputs):
+        require_real(op)
+        x = inputs[0]
+        return [ir.compute(x.dtype, x.shape, ir.axis_vars(len(x.shape)),
+                           ir.const(value, x.dtype))]
+
+    return lower
+
+
+ZEROS_LIKE = OpDef("ZerosLike", _zeros_like_infer, _zeros_like_kernel, gradient=_no_gradient,
+                   lower=_constant_like(0))
+ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel, gradient=_no_gradient,
+                  lower=_constant_like(1))
 
 
 def _filled_like(tensor, dtype, optimize, one: bool, name, default_name, op_def):
@@ -163,7 +191,7 @@ def _filled_like(tensor, dtype, optimize, one: bool, name, default_name, op_def)
         if optimize and x.shape.is_fully_defined():
             return _filled(x.shape.as_list(), dtype, one, scope, default_name)
         if dtype is not x.dtype:
-            out = _filled(_shape(x), dtype, one, scope, default_name)
+            out = _filled(shape_ops.shape(x), dtype, one, scope, default_name)
             out.set_shape(x.shape)
             return out
         return make_op(op_def, [x], {}, scope).outputs[0]
@@ -219,149 +247,6 @@ def _range_kernel(ctx, inputs, attrs):
     return [(start + np.arange(size, dtype=dtype) * delta).astype(dtype, copy=False)]
 
 
-RANGE = OpDef("Range", _range_infer, _range_kernel, default_name="range")
-
-
-def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
-    """The sequence start, start + delta, ... up to (not including) `limit` (TF's tf.range).
-
-    With one argument it is the limit and start is 0.  Without `dtype`, the widest argument
-    type along int32 < int64 < float32 < float64 wins (Python ints are int32, floats float32).
-    """
-    if limit is None:
-        start, limit = 0, start
-    args = {"start": start, "limit": limit, "delta": delta}
-    with name_scope(name, "Range", list(args.values())) as scope:
-        def default_type(v):
-            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
-                return to_tensor(v).dtype
-            return _dtypes.as_dtype(constant_array(v).dtype)
-
-        if dtype is None:
-            kinds = [default_type(v) for v in args.values()]
-            for k in kinds:
-                if k not in _RANGE_TYPES:
-                    raise TypeError(f"range arguments must be int32, int64, float32 or "
-                                    f"float64; got {k.name}.")
-            dtype = max(kinds, key=_RANGE_TYPES.index)
-        dtype = _dtypes.as_dtype(dtype)
-        tensors = []
-        for param, v in args.items():
-            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
-                t = to_tensor(v)
-                if t.dtype is not dtype:
-                    from .math_ops import cast
-
-                    t = cast(t, dtype)
-            else:
-                t = to_tensor(v, dtype=dtype, name=param)
-            tensors.append(t)
-        return make_op(RANGE, tensors, {}, scope).outputs[0]
-
-
-# --- OneHot --------------------------------------------------------------------------------
-
-_ONE_HOT_INDEX_TYPES = (_dtypes.uint8, _dtypes.int8, _dtypes.int32, _dtypes.int64)
-
-
-def _one_hot_infer(op):
-    indices, depth, on_value, off_value = op.inputs
-    check_dtype(indices, _ONE_HOT_INDEX_TYPES, "indices")
-    check_dtype(depth, (_dtypes.int32,), "depth")
-    check_same_dtype([on_value, off_value], ("on_value", "off_value"))
-    for t, param in ((depth, "depth"), (on_value, "on_value"), (off_value, "off_value")):
-        check_rank(t, 0, param)
-    axis = op.get_attr("axis")
-    n = static_int(depth)
-    if n is not None and n < 0:
-        raise ValueError(f"depth must be non-negative, got {n}.")
-    rank = indices.shape.ndims
-    if axis < -1 or (rank is not None and axis > rank):
-        raise ValueError(f"axis must be -1 or in [0, {rank}] for indices of rank {rank}; got "
-                         f"{axis}.")
-    if rank is None:
-        return [(on_value.dtype, unknown_shape())]
-    dims = list(indices.shape.dims)
-    at = rank if axis == -1 else axis
-    return [(on_value.dtype, dims[:at] + [n] + dims[at:])]
-
-
-def _one_hot_kernel(ctx, inputs, attrs):
-    indices, depth, on_value, off_value = inputs
-    depth = int(depth)
-    if depth < 0:
-        raise runtime_error(ctx, f"OneHot depth must be non-negative, got {depth}")
-    axis = attrs["axis"]
-    at = indices.ndim if axis == -1 else axis
-    classes_shape = [1] * (indices.ndim + 1)
-    classes_shape[at] = depth
-    classes = np.arange(depth, dtype=np.int64).reshape(classes_shape)
-    hot = np.expand_dims(indices.astype(np.int64), at) == classes  # out of range: all off
-    out = np.where(hot, on_value, off_value)
-    return [out.astype(on_value.dtype, copy=False)]
-
-
-ONE_HOT = OpDef("OneHot", _one_hot_infer, _one_hot_kernel, default_name="one_hot")
-
-
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """One-hot vectors of length `depth` for `indices`, inserted at `axis` (default last).
-
-    Entries equal `on_value` (default 1) where the class matches and `off_value` (default 0)
-    elsewhere; indices outside [0, depth) give all-off vectors.  The dtype is `dtype`, else
-    that of on_value/off_value, else float32.
-    """
-    with name_scope(name, "one_hot", [indices, depth, on_value, off_value]) as scope:
-        idx = to_tensor(indices, name="indices")
-        want = _dtypes.as_dtype(dtype) if dtype is not None else None
-        given = {}
-        for param, v in (("on_value", on_value), ("off_value", off_value)):
-            if v is not None:
-                given[param] = to_tensor(v, name=param, preferred_dtype=want)
-                if want is not None and given[param].dtype is not want:
-                    raise TypeError(f"dtype {given[param].dtype.name} of {param} does not "
-                                    f"match dtype parameter {want.name}.")
-        if want is None:
-            want = next(iter(given.values())).dtype if given else _dtypes.float32
-        on = given.get("on_value")
-        off = given.get("off_value")
-        on = on if on is not None else to_tensor(1, dtype=want, name="on_value")
-        off = off if off is not None else to_tensor(0, dtype=want, name="off_value")
-        if on.dtype is not off.dtype:
-            raise TypeError(f"dtype {on.dtype.name} of on_value does not match dtype "
-                            f"{off.dtype.name} of off_value.")
-        d = to_tensor(depth, dtype=_dtypes.int32, name="depth")
-        attrs = {"axis": -1 if axis is None else int(axis)}
-        return make_op(ONE_HOT, [idx, d, on, off], attrs, scope).outputs[0]
-
-
-OP_DEFS = (FILL, ZEROS_LIKE, ONES_LIKE, RANGE, ONE_HOT)
-__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "one_hot"]
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-
-
-def _lower_fill(ctx, op, inputs):
-    require_real(op)
-    dims = ctx.symbolic_ints(op.inputs[0])
-    for d in dims:
-        lx.require(ctx, lx.ge(d, 0), f"Fill dims must be non-negative ({op.name})")
-    shape = lx.out_shape(op.outputs[0], dims)
-    return [ir.compute(op.outputs[0].dtype, shape, ir.axis_vars(len(shape)),
-                       ir.load(inputs[1], ()))]
-
-
-def _constant_like(value):
-    def lower(ctx, op, inputs):
-        require_real(op)
-        x = inputs[0]
-        return [ir.compute(x.dtype, x.shape, ir.axis_vars(len(x.shape)),
-                           ir.const(value, x.dtype))]
-
-    return lower
-
-
 def _lower_range(ctx, op, inputs):
     dtype = op.outputs[0].dtype
     if static_value(op.inputs[1]) is None and dtype.is_integer:
@@ -397,26 +282,43 @@ def _lower_runtime_range(ctx, op):
     return [ir.compute(dtype, lx.out_shape(op.outputs[0], [size]), ir.axis_vars(1), value)]
 
 
-def _lower_one_hot(ctx, op, inputs):
-    require_real(op)
-    indices, _, on, off = inputs
-    (depth,) = ctx.symbolic_ints(op.inputs[1])
-    lx.require(ctx, lx.ge(depth, 0), f"OneHot depth must be non-negative ({op.name})")
-    rank = len(indices.shape)
-    at = rank if op.get_attr("axis") == -1 else op.get_attr("axis")
-    shape = lx.out_shape(op.outputs[0], list(indices.shape[:at]) + [depth] +
-                         list(indices.shape[at:]))
-    axes = ir.axis_vars(rank + 1)
-    hot = lx.eq(lx.index(ir.load(indices, lx.drop(axes, at))), axes[at])
-    return [ir.compute(on.dtype, shape, axes, lx.select(hot, ir.load(on, ()), ir.load(off, ())))]
+RANGE = OpDef("Range", _range_infer, _range_kernel, default_name="range", lower=_lower_range)
 
 
-def _attach_lowerings():
-    FILL.lower = _lower_fill
-    ZEROS_LIKE.lower = _constant_like(0)
-    ONES_LIKE.lower = _constant_like(1)
-    RANGE.lower = _lower_range
-    ONE_HOT.lower = _lower_one_hot
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """The sequence start, start + delta, ... up to (not including) `limit` (TF's tf.range).
+
+    With one argument it is the limit and start is 0.  Without `dtype`, the widest argument
+    type along int32 < int64 < float32 < float64 wins (Python ints are int32, floats float32).
+    """
+    if limit is None:
+        start, limit = 0, start
+    args = {"start": start, "limit": limit, "delta": delta}
+    with name_scope(name, "Range", list(args.values())) as scope:
+        def default_type(v):
+            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
+                return to_tensor(v).dtype
+            return _dtypes.as_dtype(constant_array(v).dtype)
+
+        if dtype is None:
+            kinds = [default_type(v) for v in args.values()]
+            for k in kinds:
+                if k not in _RANGE_TYPES:
+                    raise TypeError(f"range arguments must be int32, int64, float32 or "
+                                    f"float64; got {k.name}.")
+            dtype = max(kinds, key=_RANGE_TYPES.index)
+        dtype = _dtypes.as_dtype(dtype)
+        tensors = []
+        for param, v in args.items():
+            if hasattr(v, "_as_graph_tensor") or isinstance(v, Tensor):
+                t = to_tensor(v)
+                if t.dtype is not dtype:
+                    t = math_cast.cast(t, dtype)
+            else:
+                t = to_tensor(v, dtype=dtype, name=param)
+            tensors.append(t)
+        return make_op(RANGE, tensors, {}, scope).outputs[0]
 
 
-_attach_lowerings()
+OP_DEFS = (FILL, ZEROS_LIKE, ONES_LIKE, RANGE)
+__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range"]

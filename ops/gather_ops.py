@@ -1,11 +1,12 @@
 """Gathers: GatherV2 (`gather`), GatherNd (`gather_nd`), and `boolean_mask` built on them.
 
-Registered through slicing_ops.OP_DEFS (this module is its companion, split off for size).
 Indices are checked when the graph runs, as TensorFlow's CPU kernels do: an index outside
 [0, limit) is an InvalidArgumentError naming the index's position, its value and the valid
 range.  `axis` is a tensor input; a negative axis counts from the end of params.
 `boolean_mask` is a composition, as in TensorFlow: Reshape (the masked dimensions into one),
-Where (coordinates of the true elements), Squeeze and GatherV2.
+Where (coordinates of the true elements), Squeeze and GatherV2.  A gather along the leading
+axis has a scatter-add (UnsortedSegmentSum) as its gradient; other gathers and GatherNd
+scatter back through `segment_ops.scatter_back`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from ..compiler.core.graph import Tensor
 from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import (getitem_ops, join_ops, rearrange_ops, reduction_ops, reshape_ops, segment_ops,
+               select_ops, shape_ops)
 from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_value
@@ -121,8 +124,74 @@ def _gather_kernel(ctx, inputs, attrs):
     return [out.reshape(out_shape)]
 
 
+# --- gradients --------------------------------------------------------------------------------
+
+
+def _gather_grad(op, g):
+    params, indices, axis = op.inputs
+    a, r = static_value(axis), params.shape.ndims
+    leading = a is not None and (int(a) == 0 or (r is not None and int(a) + r == 0))
+    if op.get_attr("batch_dims") == 0 and leading:
+        return [segment_ops.unsorted_segment_sum(g, indices, shape_ops.shape(params)[0]), None,
+                None]
+    return segment_ops.scatter_back(op, g)
+
+
+def _gather_nd_grad(op, g):
+    """GatherNd only picks elements of its input (see segment_ops.scatter_back)."""
+    return segment_ops.scatter_back(op, g)
+
+
+# --- lowerings ---------------------------------------------------------------------------------
+# A gather loads params at an index read from `indices`.  Bad indices must raise, as the
+# reference kernels do: a REDUCE over the indices computes "every index is in range", a
+# data-dependent runtime check (LowerContext.check) reads it, and the gather's loads are
+# clamped with an upper bound that depends on that flag, so the check runs first (its loop
+# nest precedes the gather's) and no load ever leaves the params buffer.
+
+
+def _index_check(ctx, indices, bound_fn, message):
+    """The rank-0 bool node "bound_fn(reduce vars) holds everywhere", checked at run time."""
+    rvars = [ir.reduce_var(k) for k in range(len(indices.shape))]
+    value = lx.index(ir.load(indices, rvars))
+    ok = ir.reduce(_dtypes.bool_, [], [], rvars, indices.shape, bound_fn(value, rvars),
+                   ir.Combiner.AND)
+    flag = ir.load(ok, ())
+    ctx.check(flag, message)
+    return flag
+
+
+def _guarded(flag, value, size):
+    """`value` clamped into [0, size) with a bound that reads `flag` (ordering the check)."""
+    return lx.maximum(lx.minimum(value, lx.select(flag, lx.sub(size, 1), ir.index(0))), 0)
+
+
+def _lower_gather(ctx, op, inputs):
+    require_real(op)
+    params, indices = inputs[:2]
+    p_rank, i_rank = len(params.shape), len(indices.shape)
+    bd = op.get_attr("batch_dims")
+    bd = bd + i_rank if bd < 0 else bd
+    axis = lx.static_axis(ctx, op.inputs[2], p_rank)
+    for k in range(bd):
+        lx.require_equal(ctx, params.shape[k], indices.shape[k],
+                         f"params.shape[{k}] must equal indices.shape[{k}] (batch_dims {bd})")
+    limit = params.shape[axis]
+    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
+                        f"{op.name}: an index is out of range [0, params.shape[{axis}])")
+    n_idx = i_rank - bd
+    dims = list(params.shape[:axis]) + list(indices.shape[bd:]) + list(params.shape[axis + 1:])
+    shape = lx.out_shape(op.outputs[0], dims)
+    axes = ir.axis_vars(len(shape))
+    where = lx.index(ir.load(indices, axes[:bd] + axes[axis:axis + n_idx]))
+    at = _guarded(flag, where, limit)
+    body = ir.load(params, axes[:axis] + (at,) + axes[axis + n_idx:])
+    return [ir.compute(params.dtype, shape, axes, body)]
+
+
 GATHER_V2 = OpDef("GatherV2", _gather_infer, _gather_kernel,
-                  doc="Slices of params along axis at the given indices (TF's GatherV2).")
+                  doc="Slices of params along axis at the given indices (TF's GatherV2).",
+                  gradient=_gather_grad, lower=_lower_gather)
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None,
@@ -192,147 +261,6 @@ def _gather_nd_kernel(ctx, inputs, attrs):
     return [np.array(out.reshape(lead + params.shape[k:]), copy=True)]
 
 
-GATHER_ND = OpDef("GatherNd", _gather_nd_infer, _gather_nd_kernel,
-                  doc="params[tuple(indices[..., :])] for each leading position of indices.")
-
-
-def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
-    """Gather slices of `params` addressed by the last dimension of `indices`.
-
-    The result has shape indices.shape[:-1] + params.shape[indices.shape[-1]:].  Only
-    batch_dims=0 is supported (NotImplementedError otherwise).
-    """
-    if batch_dims != 0:
-        raise NotImplementedError("gather_nd with batch_dims != 0 is not supported; use "
-                                  "gather with batch_dims, or add the batch index columns "
-                                  "to indices.")
-    graph = graph_for((params, indices))
-    params = to_tensor(params, graph=graph, name="params")
-    indices = to_tensor(indices, graph=graph, name="indices")
-    return make_op(GATHER_ND, [params, indices], {}, name, graph=graph).outputs[0]
-
-
-# --- boolean_mask (a composition) ------------------------------------------------------------
-
-
-def _flattened_shape(tensor: Tensor, axis: int, k: int):
-    """tensor's shape with dims [axis, axis + k) merged into one: a list of ints when known,
-    else a 1-D tensor (a Pack of known ints and read dims, so known dims stay known)."""
-    from .join_ops import concat, stack
-    from .reduction_ops import reduce_prod
-    from .shape_ops import shape
-    from .slicing_ops import tensor_getitem
-
-    dims = tensor.shape.dims
-    if dims is None:
-        s = shape(tensor)
-        merged = reduce_prod(tensor_getitem(s, slice(axis, axis + k)), keepdims=True)
-        return concat([tensor_getitem(s, slice(None, axis)), merged,
-                       tensor_getitem(s, slice(axis + k, None))], 0)
-    covered = dims[axis:axis + k]
-    if all(d is not None for d in covered):
-        merged = int(np.prod(covered, dtype=np.int64))
-    else:
-        merged = reduce_prod(tensor_getitem(shape(tensor), slice(axis, axis + k)))
-    parts = [*dims[:axis], merged, *dims[axis + k:]]
-    if all(isinstance(d, int) for d in parts):
-        return parts
-    read = [d if d is not None else tensor_getitem(shape(tensor), i)
-            for i, d in enumerate(dims)]
-    parts = [*read[:axis], merged, *read[axis + k:]]
-    return stack([p if isinstance(p, Tensor) else to_tensor(p, dtype=_dtypes.int32)
-                  for p in parts])
-
-
-def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
-    """The elements (or slices) of `tensor` where the boolean `mask` is true.
-
-    `mask` (of known rank k >= 1) covers dimensions [axis, axis + k) of `tensor` (axis
-    defaults to 0); the result has those dimensions replaced by one of unknown size: the
-    number of true elements, taken in row-major order.
-    """
-    from .array_ops import reshape, squeeze
-    from .math_ops import where
-
-    graph = graph_for((tensor, mask))
-    with graph.as_default(), graph.name_scope(name):
-        tensor = to_tensor(tensor, name="tensor")
-        mask = to_tensor(mask, dtype=_dtypes.bool_, name="mask")
-        k = mask.shape.ndims
-        if k is None:
-            raise ValueError("Number of mask dimensions must be specified, even if some "
-                             "dimensions are None (shape=[None] is fine, shape=None is not).")
-        if k == 0:
-            raise ValueError("mask cannot be scalar.")
-        axis = 0 if axis is None else int(axis)
-        rank = tensor.shape.ndims
-        if axis < 0:
-            if rank is None:
-                raise ValueError(f"A negative axis ({axis}) needs a tensor of known rank.")
-            axis += rank
-        if rank is not None:
-            if not 0 <= axis <= rank - k:
-                raise ValueError(f"mask of rank {k} at axis {axis} does not fit a tensor of "
-                                 f"rank {rank}.")
-            covered = TensorShape(tensor.shape.dims[axis:axis + k])
-            if not covered.is_compatible_with(mask.shape):
-                raise ValueError(f"Shapes {covered} (dimensions {axis}..{axis + k - 1} of "
-                                 f"the tensor) and {mask.shape} (the mask) are incompatible")
-        flat = reshape(tensor, _flattened_shape(tensor, axis, k))
-        indices = squeeze(where(reshape(mask, [-1])), axis=[1])
-        return gather(flat, indices, axis=axis)
-
-
-OP_DEFS = (GATHER_V2, GATHER_ND)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-# A gather loads params at an index read from `indices`.  Bad indices must raise, as the
-# reference kernels do: a REDUCE over the indices computes "every index is in range", a
-# data-dependent runtime check (LowerContext.check) reads it, and the gather's loads are
-# clamped with an upper bound that depends on that flag, so the check runs first (its loop
-# nest precedes the gather's) and no load ever leaves the params buffer.
-
-
-def _index_check(ctx, indices, bound_fn, message):
-    """The rank-0 bool node "bound_fn(reduce vars) holds everywhere", checked at run time."""
-    rvars = [ir.reduce_var(k) for k in range(len(indices.shape))]
-    value = lx.index(ir.load(indices, rvars))
-    ok = ir.reduce(_dtypes.bool_, [], [], rvars, indices.shape, bound_fn(value, rvars),
-                   ir.Combiner.AND)
-    flag = ir.load(ok, ())
-    ctx.check(flag, message)
-    return flag
-
-
-def _guarded(flag, value, size):
-    """`value` clamped into [0, size) with a bound that reads `flag` (ordering the check)."""
-    return lx.maximum(lx.minimum(value, lx.select(flag, lx.sub(size, 1), ir.index(0))), 0)
-
-
-def _lower_gather(ctx, op, inputs):
-    require_real(op)
-    params, indices = inputs[:2]
-    p_rank, i_rank = len(params.shape), len(indices.shape)
-    bd = op.get_attr("batch_dims")
-    bd = bd + i_rank if bd < 0 else bd
-    axis = lx.static_axis(ctx, op.inputs[2], p_rank)
-    for k in range(bd):
-        lx.require_equal(ctx, params.shape[k], indices.shape[k],
-                         f"params.shape[{k}] must equal indices.shape[{k}] (batch_dims {bd})")
-    limit = params.shape[axis]
-    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
-                        f"{op.name}: an index is out of range [0, params.shape[{axis}])")
-    n_idx = i_rank - bd
-    dims = list(params.shape[:axis]) + list(indices.shape[bd:]) + list(params.shape[axis + 1:])
-    shape = lx.out_shape(op.outputs[0], dims)
-    axes = ir.axis_vars(len(shape))
-    where = lx.index(ir.load(indices, axes[:bd] + axes[axis:axis + n_idx]))
-    at = _guarded(flag, where, limit)
-    body = ir.load(params, axes[:axis] + (at,) + axes[axis + n_idx:])
-    return [ir.compute(params.dtype, shape, axes, body)]
-
-
 def _lower_gather_nd(ctx, op, inputs):
     require_real(op)
     params, indices = inputs
@@ -357,9 +285,89 @@ def _lower_gather_nd(ctx, op, inputs):
                        ir.load(params, at + list(axes[len(lead):])))]
 
 
-def _attach_lowerings():
-    GATHER_V2.lower = _lower_gather
-    GATHER_ND.lower = _lower_gather_nd
+GATHER_ND = OpDef("GatherNd", _gather_nd_infer, _gather_nd_kernel,
+                  doc="params[tuple(indices[..., :])] for each leading position of indices.",
+                  gradient=_gather_nd_grad, lower=_lower_gather_nd)
 
 
-_attach_lowerings()
+def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
+    """Gather slices of `params` addressed by the last dimension of `indices`.
+
+    The result has shape indices.shape[:-1] + params.shape[indices.shape[-1]:].  Only
+    batch_dims=0 is supported (NotImplementedError otherwise).
+    """
+    if batch_dims != 0:
+        raise NotImplementedError("gather_nd with batch_dims != 0 is not supported; use "
+                                  "gather with batch_dims, or add the batch index columns "
+                                  "to indices.")
+    graph = graph_for((params, indices))
+    params = to_tensor(params, graph=graph, name="params")
+    indices = to_tensor(indices, graph=graph, name="indices")
+    return make_op(GATHER_ND, [params, indices], {}, name, graph=graph).outputs[0]
+
+
+# --- boolean_mask (a composition) ------------------------------------------------------------
+
+
+def _flattened_shape(tensor: Tensor, axis: int, k: int):
+    """tensor's shape with dims [axis, axis + k) merged into one: a list of ints when known,
+    else a 1-D tensor (a Pack of known ints and read dims, so known dims stay known)."""
+    getitem, prod = getitem_ops.tensor_getitem, reduction_ops.reduce_prod
+    dims = tensor.shape.dims
+    if dims is None:
+        s = shape_ops.shape(tensor)
+        merged = prod(getitem(s, slice(axis, axis + k)), keepdims=True)
+        return join_ops.concat([getitem(s, slice(None, axis)), merged,
+                                getitem(s, slice(axis + k, None))], 0)
+    covered = dims[axis:axis + k]
+    if all(d is not None for d in covered):
+        merged = int(np.prod(covered, dtype=np.int64))
+    else:
+        merged = prod(getitem(shape_ops.shape(tensor), slice(axis, axis + k)))
+    parts = [*dims[:axis], merged, *dims[axis + k:]]
+    if all(isinstance(d, int) for d in parts):
+        return parts
+    read = [d if d is not None else getitem(shape_ops.shape(tensor), i)
+            for i, d in enumerate(dims)]
+    parts = [*read[:axis], merged, *read[axis + k:]]
+    return join_ops.stack([p if isinstance(p, Tensor) else to_tensor(p, dtype=_dtypes.int32)
+                           for p in parts])
+
+
+def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
+    """The elements (or slices) of `tensor` where the boolean `mask` is true.
+
+    `mask` (of known rank k >= 1) covers dimensions [axis, axis + k) of `tensor` (axis
+    defaults to 0); the result has those dimensions replaced by one of unknown size: the
+    number of true elements, taken in row-major order.
+    """
+    graph = graph_for((tensor, mask))
+    with graph.as_default(), graph.name_scope(name):
+        tensor = to_tensor(tensor, name="tensor")
+        mask = to_tensor(mask, dtype=_dtypes.bool_, name="mask")
+        k = mask.shape.ndims
+        if k is None:
+            raise ValueError("Number of mask dimensions must be specified, even if some "
+                             "dimensions are None (shape=[None] is fine, shape=None is not).")
+        if k == 0:
+            raise ValueError("mask cannot be scalar.")
+        axis = 0 if axis is None else int(axis)
+        rank = tensor.shape.ndims
+        if axis < 0:
+            if rank is None:
+                raise ValueError(f"A negative axis ({axis}) needs a tensor of known rank.")
+            axis += rank
+        if rank is not None:
+            if not 0 <= axis <= rank - k:
+                raise ValueError(f"mask of rank {k} at axis {axis} does not fit a tensor of "
+                                 f"rank {rank}.")
+            covered = TensorShape(tensor.shape.dims[axis:axis + k])
+            if not covered.is_compatible_with(mask.shape):
+                raise ValueError(f"Shapes {covered} (dimensions {axis}..{axis + k - 1} of "
+                                 f"the tensor) and {mask.shape} (the mask) are incompatible")
+        flat = reshape_ops.reshape(tensor, _flattened_shape(tensor, axis, k))
+        indices = rearrange_ops.squeeze(select_ops.where(reshape_ops.reshape(mask, [-1])), axis=[1])
+        return gather(flat, indices, axis=axis)
+
+
+OP_DEFS = (GATHER_V2, GATHER_ND)

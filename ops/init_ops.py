@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.shapes import as_shape
+from . import basic_ops, fill_ops, random_ops
 
 __all__ = [
     "zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
@@ -48,18 +49,14 @@ class zeros_initializer(_Initializer):  # noqa: N801 - TensorFlow's name
     """Initializes to 0."""
 
     def _build(self, dims, dtype):
-        from .array_ops import zeros
-
-        return zeros(dims, dtype=dtype)
+        return fill_ops.zeros(dims, dtype=dtype)
 
 
 class ones_initializer(_Initializer):  # noqa: N801
     """Initializes to 1."""
 
     def _build(self, dims, dtype):
-        from .array_ops import ones
-
-        return ones(dims, dtype=dtype)
+        return fill_ops.ones(dims, dtype=dtype)
 
 
 class constant_initializer(_Initializer):  # noqa: N801
@@ -70,9 +67,7 @@ class constant_initializer(_Initializer):  # noqa: N801
         self.value = value
 
     def _build(self, dims, dtype):
-        from .basic_ops import constant
-
-        return constant(np.asarray(self.value), dtype=dtype, shape=dims)
+        return basic_ops.constant(np.asarray(self.value), dtype=dtype, shape=dims)
 
 
 class random_normal_initializer(_Initializer):  # noqa: N801
@@ -83,18 +78,15 @@ class random_normal_initializer(_Initializer):  # noqa: N801
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def _build(self, dims, dtype):
-        from .random_ops import random_normal
-
-        return random_normal(dims, self.mean, self.stddev, dtype=dtype, seed=self.seed)
+        return random_ops.random_normal(dims, self.mean, self.stddev, dtype=dtype, seed=self.seed)
 
 
 class truncated_normal_initializer(random_normal_initializer):  # noqa: N801
     """Normal(mean, stddev) values, redrawn when more than 2 stddev from the mean."""
 
     def _build(self, dims, dtype):
-        from .random_ops import truncated_normal
-
-        return truncated_normal(dims, self.mean, self.stddev, dtype=dtype, seed=self.seed)
+        return random_ops.truncated_normal(dims, self.mean, self.stddev, dtype=dtype,
+                                           seed=self.seed)
 
 
 class random_uniform_initializer(_Initializer):  # noqa: N801
@@ -105,10 +97,8 @@ class random_uniform_initializer(_Initializer):  # noqa: N801
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
     def _build(self, dims, dtype):
-        from .random_ops import random_uniform
-
         maxval = 1.0 if self.maxval is None and dtype.is_floating else self.maxval
-        return random_uniform(dims, self.minval, maxval, dtype=dtype, seed=self.seed)
+        return random_ops.random_uniform(dims, self.minval, maxval, dtype=dtype, seed=self.seed)
 
 
 def _fans(dims):
@@ -135,19 +125,17 @@ class variance_scaling_initializer(_Initializer):  # noqa: N801
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
 
     def _build(self, dims, dtype):
-        from .random_ops import random_normal, random_uniform, truncated_normal
-
         fan_in, fan_out = _fans(dims)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         variance = self.scale / max(1.0, n)
         if self.distribution == "uniform":
             limit = math.sqrt(3.0 * variance)
-            return random_uniform(dims, -limit, limit, dtype=dtype, seed=self.seed)
+            return random_ops.random_uniform(dims, -limit, limit, dtype=dtype, seed=self.seed)
         if self.distribution == "truncated_normal":
             # 0.87962566 is the stddev of a unit normal truncated to [-2, 2].
             stddev = math.sqrt(variance) / 0.87962566103423978
-            return truncated_normal(dims, 0.0, stddev, dtype=dtype, seed=self.seed)
-        return random_normal(dims, 0.0, math.sqrt(variance), dtype=dtype, seed=self.seed)
+            return random_ops.truncated_normal(dims, 0.0, stddev, dtype=dtype, seed=self.seed)
+        return random_ops.random_normal(dims, 0.0, math.sqrt(variance), dtype=dtype, seed=self.seed)
 
 
 class glorot_uniform_initializer(variance_scaling_initializer):  # noqa: N801

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
-from ..compiler.core.ir_build import remap
 from ..compiler.core.ir_build import NotLowerable
+from ..compiler.core.ir_build import remap
 from ..compiler.core.shapes import unknown_shape
+from . import basic_ops, gather_ops, math_cast, math_division, shape_ops, split_ops
 from . import lower_index as lx
 from .array_common import (check_rank, convert_list, index_tensor, normalize_axis,
                            runtime_error, static_int, static_ints)
-from .basic_ops import identity
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
-from .conversion import convert_to_tensor
+from .conversion import convert_to_tensor, static_value
 from .lower_util import require_real
 from .registry import OpDef
 
@@ -85,125 +86,30 @@ def _concat_kernel(ctx, inputs, attrs):
     return [np.concatenate(values, axis=axis)]
 
 
-CONCAT_V2 = OpDef("ConcatV2", _concat_infer, _concat_kernel, default_name="concat")
+# --- gradients --------------------------------------------------------------------------------
 
 
-def concat(values, axis, name="concat"):
-    """Join the tensors in `values` (same dtype and rank) along dimension `axis`."""
-    tensors = convert_list(values, "ConcatV2")
-    if not tensors:
-        raise ValueError("concat needs at least one value.")
-    if len(tensors) == 1:
-        axis_value = static_ints(index_tensor(axis, "axis", graph=tensors[0].graph))
-        rank = tensors[0].shape.ndims
-        if axis_value is not None and rank is not None:
-            normalize_axis(axis_value[0], rank)
-        return identity(tensors[0], name=name)
-    a = index_tensor(axis, "axis", graph=tensors[0].graph)
-    return make_op(CONCAT_V2, [*tensors, a], {"N": len(tensors)}, name or "concat").outputs[0]
+def _concat_grad(op, g):
+    *xs, axis = op.inputs
+    a, r = static_value(axis), xs[0].shape.ndims
+    if a is not None and r is not None and all(x.shape[int(a) % r].value is not None
+                                               for x in xs):
+        sizes = [x.shape[int(a) % r].value for x in xs]
+    else:
+        axis_n = math_division.floormod(math_cast.cast(axis, _dtypes.int32), shape_ops.rank(xs[0]))
+        sizes = stack([gather_ops.gather(shape_ops.shape(x), axis_n) for x in xs])
+    return [*split_ops.split(g, sizes, axis=axis, num=len(xs)), None]
 
 
-# --- Pack / Unpack ---------------------------------------------------------------------------
+def _pack_grad(op, g):
+    return unstack(g, num=len(op.inputs), axis=op.get_attr("axis"))
 
 
-def _pack_infer(op):
-    values = op.inputs
-    shape = values[0].shape
-    for i, v in enumerate(values[1:], 1):
-        try:
-            shape = shape.merge_with(v.shape)
-        except ValueError:
-            raise ValueError(f"Shapes of all inputs must match: values[0].shape = "
-                             f"{values[0].shape} != values[{i}].shape = {v.shape}.") from None
-    axis = op.get_attr("axis")
-    if shape.ndims is None:
-        return [(values[0].dtype, unknown_shape())]
-    axis = normalize_axis(axis, shape.ndims + 1)
-    dims = list(shape.dims)
-    return [(values[0].dtype, dims[:axis] + [len(values)] + dims[axis:])]
+def _unpack_grad(op, *grads):
+    return [stack(list(grads), axis=op.get_attr("axis"))]
 
 
-def _pack_kernel(ctx, inputs, attrs):
-    shapes = [list(v.shape) for v in inputs]
-    for i, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise runtime_error(ctx, f"Shapes of all inputs must match: values[0].shape = "
-                                     f"{shapes[0]} != values[{i}].shape = {s}")
-    return [np.stack(inputs, axis=attrs["axis"])]
-
-
-PACK = OpDef("Pack", _pack_infer, _pack_kernel, default_name="stack")
-
-
-def _holds_tensor(values) -> bool:
-    if isinstance(values, Tensor) or hasattr(values, "_as_graph_tensor"):
-        return True
-    return isinstance(values, (list, tuple)) and any(_holds_tensor(v) for v in values)
-
-
-def stack(values, axis=0, name="stack"):
-    """Stack rank-R tensors (same shape and dtype) into one rank-(R+1) tensor along `axis`."""
-    axis = int(axis)
-    if axis == 0 and not _holds_tensor(values):
-        return convert_to_tensor(values, name=name)  # TensorFlow makes constants a Const
-    tensors = convert_list(values, "Pack")
-    rank = next((t.shape.ndims for t in tensors if t.shape.ndims is not None), None)
-    if rank is not None and not -rank - 1 <= axis <= rank:
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank - 1}, {rank + 1}).")
-    return make_op(PACK, tensors, {"axis": axis, "N": len(tensors)},
-                   name or "stack").outputs[0]
-
-
-def _unpack_infer(op):
-    x = op.inputs[0]
-    num, axis = op.get_attr("num"), op.get_attr("axis")
-    if x.shape.ndims is None:
-        return [(x.dtype, unknown_shape())] * num
-    axis = normalize_axis(axis, x.shape.ndims)
-    dims = list(x.shape.dims)
-    if dims[axis] is not None and dims[axis] != num:
-        raise ValueError(f"Dimension must be {num} but is {dims[axis]}: cannot unstack shape "
-                         f"{x.shape} into {num} tensors along axis {axis}.")
-    return [(x.dtype, dims[:axis] + dims[axis + 1:])] * num
-
-
-def _unpack_kernel(ctx, inputs, attrs):
-    x = inputs[0]
-    num, axis = attrs["num"], attrs["axis"]
-    if not -x.ndim <= axis < x.ndim or x.shape[axis] != num:
-        raise runtime_error(ctx, f"Input shape axis {axis} must equal {num}, got shape "
-                                 f"{list(x.shape)}")
-    moved = np.moveaxis(x, axis, 0)
-    return [moved[i, ...] for i in range(num)]
-
-
-UNPACK = OpDef("Unpack", _unpack_infer, _unpack_kernel, default_name="unstack")
-
-
-def unstack(value, num=None, axis=0, name="unstack") -> list:
-    """The list of tensors `value` holds along dimension `axis` (`num` if its size is unknown)."""
-    x = to_tensor(value)
-    axis = int(axis)
-    rank = x.shape.ndims
-    if rank is not None:
-        if not -rank <= axis < rank:
-            raise ValueError(f"Argument `axis` = {axis} not in range [{-rank}, {rank}).")
-        if num is None:
-            num = x.shape.dims[axis]
-    if num is None:
-        raise ValueError(f"Cannot infer argument `num` from shape {x.shape}; pass num= to "
-                         "unstack a dimension of unknown size.")
-    num = int(num)
-    if num == 0:
-        return []
-    return list(make_op(UNPACK, [x], {"num": num, "axis": axis}, name or "unstack").outputs)
-
-
-OP_DEFS = (CONCAT_V2, PACK, UNPACK)
-__all__ = ["concat", "stack", "unstack"]
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
+# --- lowerings ---------------------------------------------------------------------------------
 # Joins select, per output element, which input to load (a chain of SELECTs on the loop index
 # along the joined axis, loads clamped in bounds); Unpack is one index remap per output.
 _MAX_JOINED = 64  # inputs: every output element evaluates one load per input
@@ -248,6 +154,54 @@ def _lower_concat(ctx, op, inputs):
     return [ir.compute(op.outputs[0].dtype, shape, axes, body)]
 
 
+CONCAT_V2 = OpDef("ConcatV2", _concat_infer, _concat_kernel, default_name="concat",
+                  gradient=_concat_grad, lower=_lower_concat)
+
+
+def concat(values, axis, name="concat"):
+    """Join the tensors in `values` (same dtype and rank) along dimension `axis`."""
+    tensors = convert_list(values, "ConcatV2")
+    if not tensors:
+        raise ValueError("concat needs at least one value.")
+    if len(tensors) == 1:
+        axis_value = static_ints(index_tensor(axis, "axis", graph=tensors[0].graph))
+        rank = tensors[0].shape.ndims
+        if axis_value is not None and rank is not None:
+            normalize_axis(axis_value[0], rank)
+        return basic_ops.identity(tensors[0], name=name)
+    a = index_tensor(axis, "axis", graph=tensors[0].graph)
+    return make_op(CONCAT_V2, [*tensors, a], {"N": len(tensors)}, name or "concat").outputs[0]
+
+
+# --- Pack / Unpack ---------------------------------------------------------------------------
+
+
+def _pack_infer(op):
+    values = op.inputs
+    shape = values[0].shape
+    for i, v in enumerate(values[1:], 1):
+        try:
+            shape = shape.merge_with(v.shape)
+        except ValueError:
+            raise ValueError(f"Shapes of all inputs must match: values[0].shape = "
+                             f"{values[0].shape} != values[{i}].shape = {v.shape}.") from None
+    axis = op.get_attr("axis")
+    if shape.ndims is None:
+        return [(values[0].dtype, unknown_shape())]
+    axis = normalize_axis(axis, shape.ndims + 1)
+    dims = list(shape.dims)
+    return [(values[0].dtype, dims[:axis] + [len(values)] + dims[axis:])]
+
+
+def _pack_kernel(ctx, inputs, attrs):
+    shapes = [list(v.shape) for v in inputs]
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise runtime_error(ctx, f"Shapes of all inputs must match: values[0].shape = "
+                                     f"{shapes[0]} != values[{i}].shape = {s}")
+    return [np.stack(inputs, axis=attrs["axis"])]
+
+
 def _lower_pack(ctx, op, inputs):
     require_real(op)
     if len(inputs) > _MAX_JOINED:
@@ -262,6 +216,52 @@ def _lower_pack(ctx, op, inputs):
     return [ir.compute(op.outputs[0].dtype, shape, axes, body)]
 
 
+PACK = OpDef("Pack", _pack_infer, _pack_kernel, default_name="stack",
+             gradient=_pack_grad, lower=_lower_pack)
+
+
+def _holds_tensor(values) -> bool:
+    if isinstance(values, Tensor) or hasattr(values, "_as_graph_tensor"):
+        return True
+    return isinstance(values, (list, tuple)) and any(_holds_tensor(v) for v in values)
+
+
+def stack(values, axis=0, name="stack"):
+    """Stack rank-R tensors (same shape and dtype) into one rank-(R+1) tensor along `axis`."""
+    axis = int(axis)
+    if axis == 0 and not _holds_tensor(values):
+        return convert_to_tensor(values, name=name)  # TensorFlow makes constants a Const
+    tensors = convert_list(values, "Pack")
+    rank = next((t.shape.ndims for t in tensors if t.shape.ndims is not None), None)
+    if rank is not None and not -rank - 1 <= axis <= rank:
+        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank - 1}, {rank + 1}).")
+    return make_op(PACK, tensors, {"axis": axis, "N": len(tensors)},
+                   name or "stack").outputs[0]
+
+
+def _unpack_infer(op):
+    x = op.inputs[0]
+    num, axis = op.get_attr("num"), op.get_attr("axis")
+    if x.shape.ndims is None:
+        return [(x.dtype, unknown_shape())] * num
+    axis = normalize_axis(axis, x.shape.ndims)
+    dims = list(x.shape.dims)
+    if dims[axis] is not None and dims[axis] != num:
+        raise ValueError(f"Dimension must be {num} but is {dims[axis]}: cannot unstack shape "
+                         f"{x.shape} into {num} tensors along axis {axis}.")
+    return [(x.dtype, dims[:axis] + dims[axis + 1:])] * num
+
+
+def _unpack_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    num, axis = attrs["num"], attrs["axis"]
+    if not -x.ndim <= axis < x.ndim or x.shape[axis] != num:
+        raise runtime_error(ctx, f"Input shape axis {axis} must equal {num}, got shape "
+                                 f"{list(x.shape)}")
+    moved = np.moveaxis(x, axis, 0)
+    return [moved[i, ...] for i in range(num)]
+
+
 def _lower_unpack(ctx, op, inputs):
     require_real(op)
     x = inputs[0]
@@ -273,10 +273,28 @@ def _lower_unpack(ctx, op, inputs):
             for k in range(num)]
 
 
-def _attach_lowerings():
-    CONCAT_V2.lower = _lower_concat
-    PACK.lower = _lower_pack
-    UNPACK.lower = _lower_unpack
+UNPACK = OpDef("Unpack", _unpack_infer, _unpack_kernel, default_name="unstack",
+               gradient=_unpack_grad, lower=_lower_unpack)
 
 
-_attach_lowerings()
+def unstack(value, num=None, axis=0, name="unstack") -> list:
+    """The list of tensors `value` holds along dimension `axis` (`num` if its size is unknown)."""
+    x = to_tensor(value)
+    axis = int(axis)
+    rank = x.shape.ndims
+    if rank is not None:
+        if not -rank <= axis < rank:
+            raise ValueError(f"Argument `axis` = {axis} not in range [{-rank}, {rank}).")
+        if num is None:
+            num = x.shape.dims[axis]
+    if num is None:
+        raise ValueError(f"Cannot infer argument `num` from shape {x.shape}; pass num= to "
+                         "unstack a dimension of unknown size.")
+    num = int(num)
+    if num == 0:
+        return []
+    return list(make_op(UNPACK, [x], {"num": num, "axis": axis}, name or "unstack").outputs)
+
+
+OP_DEFS = (CONCAT_V2, PACK, UNPACK)
+__all__ = ["concat", "stack", "unstack"]

@@ -27,19 +27,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dtypes
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
-from . import array_ops, basic_ops, fill_ops, math_compare, math_ops, shape_ops
+from . import basic_ops, fill_ops, math_compare, math_ops, shape_ops
+from .array_ops import expand_dims, transpose
 from .builder import check_dtype, graph_for, make_op, to_tensor
+from .matmul_ops import matmul
 from .registry import OpDef
 
 __all__ = ["matrix_inverse", "matrix_determinant", "matrix_solve", "cholesky"]
 
+
 def _float_types():
     """The dtypes these ops take (TensorFlow's also take half and complex)."""
-    from .. import dtypes as _dtypes
-
     return (_dtypes.float32, _dtypes.float64)
 
 
@@ -114,13 +118,83 @@ def _cholesky_kernel(ctx, inputs, attrs):
                                    "successful. The input might not be valid.", x), x.dtype)]
 
 
+# --- gradients ---------------------------------------------------------------------------------
+def _matmul(a, b, ta=False, tb=False):
+    return matmul(a, b, transpose_a=ta, transpose_b=tb)
+
+
+def _inverse_grad(op, grad):
+    inv = op.outputs[0]
+    return [-_matmul(inv, _matmul(grad, inv, tb=True), ta=True)]
+
+
+def _det_grad(op, grad):
+    x, det = op.inputs[0], op.outputs[0]
+    scale = expand_dims(expand_dims(grad * det, -1), -1)
+    return [scale * _adjoint(matrix_inverse(x))]
+
+
+def _solve_grad(op, grad):
+    a = op.inputs[0]
+    x = op.outputs[0]
+    grad_b = matrix_solve(a, grad, adjoint=True)
+    return [-_matmul(grad_b, x, tb=True), grad_b]
+
+
+def _lower_half_diagonal(x: Tensor) -> Tensor:
+    """x's strict lower triangle, plus half its diagonal (zeros above), per matrix."""
+    n = shape_ops.shape(x)[-1]
+    rows = expand_dims(fill_ops.range(n), -1)
+    cols = expand_dims(fill_ops.range(n), 0)
+    one, half, zero = (basic_ops.constant(v, x.dtype) for v in (1.0, 0.5, 0.0))
+    weight = math_ops.where_v2(math_compare.greater(rows, cols), one,
+                               math_ops.where_v2(math_compare.equal(rows, cols), half, zero))
+    return x * weight
+
+
+def _cholesky_grad(op, grad):
+    lower = op.outputs[0]
+    l_inv = matrix_inverse(lower)
+    middle = _lower_half_diagonal(_matmul(lower, grad, ta=True))
+    s = _matmul(_matmul(l_inv, middle, ta=True), l_inv)
+    return [(s + _adjoint(s)) * np.asarray(0.5, lower.dtype.np_dtype)]
+
+
+# --- lowerings to kernel IR --------------------------------------------------------------------
+def _lowering(routine_name: str):
+    def lower(ctx, op, inputs):
+        routine = ir.Routine[routine_name]
+        out = op.outputs[0]
+        if out.dtype.name not in ("float32", "float64"):
+            raise NotLowerable(f"{op.type} on {out.dtype.name} is not compiled")
+        first = inputs[0]
+        n = first.shape[-1]
+        ctx.check_equal(first.shape[-2], n, f"{op.type}: the input must be square matrices")
+        if routine is ir.Routine.DET:
+            shape = first.shape[:-2]
+        elif routine is ir.Routine.SOLVE:
+            rhs = inputs[1]
+            for da, db in zip(first.shape[:-1], rhs.shape[:-1]):
+                ctx.check_equal(da, db, f"{op.type}: matrix and rhs batch axes or rows differ")
+            shape = rhs.shape
+        else:
+            shape = first.shape
+        return [ir.libcall(routine, inputs, out.dtype, shape)]
+
+    return lower
+
+
 MATRIX_INVERSE = OpDef("MatrixInverse", _unary_infer(False), _inverse_kernel,
+                       gradient=_inverse_grad, lower=_lowering("INV"),
                        doc="inverse of each matrix in the last two axes")
 MATRIX_DETERMINANT = OpDef("MatrixDeterminant", _unary_infer(True), _det_kernel,
+                           gradient=_det_grad, lower=_lowering("DET"),
                            doc="determinant of each matrix in the last two axes")
 MATRIX_SOLVE = OpDef("MatrixSolve", _solve_infer, _solve_kernel,
+                     gradient=_solve_grad, lower=_lowering("SOLVE"),
                      doc="X with matrix @ X = rhs, per matrix in the last two axes")
 CHOLESKY = OpDef("Cholesky", _unary_infer(False), _cholesky_kernel,
+                 gradient=_cholesky_grad, lower=_lowering("CHOLESKY"),
                  doc="lower-triangular L with L @ L^T = input (its lower triangle)")
 
 
@@ -158,8 +232,6 @@ def cholesky(input, name=None) -> Tensor:  # noqa: A002
 
 
 def _adjoint(x: Tensor) -> Tensor:
-    from .array_ops import transpose
-
     rank = x.shape.ndims
     if rank is None:
         raise ValueError(f"adjoint of {x.name} needs a known rank.")
@@ -167,85 +239,3 @@ def _adjoint(x: Tensor) -> Tensor:
 
 
 OP_DEFS = (MATRIX_INVERSE, MATRIX_DETERMINANT, MATRIX_SOLVE, CHOLESKY)
-
-
-# --- gradients ---------------------------------------------------------------------------------
-def _matmul(a, b, ta=False, tb=False):
-    from .matmul_ops import matmul
-
-    return matmul(a, b, transpose_a=ta, transpose_b=tb)
-
-
-def _inverse_grad(op, grad):
-    inv = op.outputs[0]
-    return [-_matmul(inv, _matmul(grad, inv, tb=True), ta=True)]
-
-
-def _det_grad(op, grad):
-    from .array_ops import expand_dims
-
-    x, det = op.inputs[0], op.outputs[0]
-    scale = expand_dims(expand_dims(grad * det, -1), -1)
-    return [scale * _adjoint(matrix_inverse(x))]
-
-
-def _solve_grad(op, grad):
-    a = op.inputs[0]
-    x = op.outputs[0]
-    grad_b = matrix_solve(a, grad, adjoint=True)
-    return [-_matmul(grad_b, x, tb=True), grad_b]
-
-
-def _lower_half_diagonal(x: Tensor) -> Tensor:
-    """x's strict lower triangle, plus half its diagonal (zeros above), per matrix."""
-    n = shape_ops.shape(x)[-1]
-    rows = array_ops.expand_dims(fill_ops.range(n), -1)
-    cols = array_ops.expand_dims(fill_ops.range(n), 0)
-    one, half, zero = (basic_ops.constant(v, x.dtype) for v in (1.0, 0.5, 0.0))
-    weight = math_ops.where_v2(math_compare.greater(rows, cols), one,
-                               math_ops.where_v2(math_compare.equal(rows, cols), half, zero))
-    return x * weight
-
-
-def _cholesky_grad(op, grad):
-    lower = op.outputs[0]
-    l_inv = matrix_inverse(lower)
-    middle = _lower_half_diagonal(_matmul(lower, grad, ta=True))
-    s = _matmul(_matmul(l_inv, middle, ta=True), l_inv)
-    return [(s + _adjoint(s)) * np.asarray(0.5, lower.dtype.np_dtype)]
-
-
-GRADIENTS = ((MATRIX_INVERSE, _inverse_grad), (MATRIX_DETERMINANT, _det_grad),
-             (MATRIX_SOLVE, _solve_grad), (CHOLESKY, _cholesky_grad))
-
-
-# --- lowerings to kernel IR --------------------------------------------------------------------
-def _lowering(routine_name: str):
-    def lower(ctx, op, inputs):
-        from ..compiler.core import ir
-        from ..compiler.core.ir_build import NotLowerable
-
-        routine = ir.Routine[routine_name]
-        out = op.outputs[0]
-        if out.dtype.name not in ("float32", "float64"):
-            raise NotLowerable(f"{op.type} on {out.dtype.name} is not compiled")
-        first = inputs[0]
-        n = first.shape[-1]
-        ctx.check_equal(first.shape[-2], n, f"{op.type}: the input must be square matrices")
-        if routine is ir.Routine.DET:
-            shape = first.shape[:-2]
-        elif routine is ir.Routine.SOLVE:
-            rhs = inputs[1]
-            for da, db in zip(first.shape[:-1], rhs.shape[:-1]):
-                ctx.check_equal(da, db, f"{op.type}: matrix and rhs batch axes or rows differ")
-            shape = rhs.shape
-        else:
-            shape = first.shape
-        return [ir.libcall(routine, inputs, out.dtype, shape)]
-
-    return lower
-
-
-for _op_def, _routine in ((MATRIX_INVERSE, "INV"), (MATRIX_DETERMINANT, "DET"),
-                          (MATRIX_SOLVE, "SOLVE"), (CHOLESKY, "CHOLESKY")):
-    _op_def.lower = _lowering(_routine)

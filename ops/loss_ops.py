@@ -11,6 +11,10 @@ Python wrappers reshape other ranks around them; here the ops accept logits of a
 Sparse labels outside [0, classes) are an InvalidArgumentError naming the bad value.
 As in TensorFlow 1.x, `softmax_cross_entropy_with_logits` (v1) and the sparse and sigmoid
 versions must be called with keyword arguments (labels=..., logits=...).
+
+Gradients: both outputs of the cross entropies are differentiated: the loss's gradient is
+`backprop` scaled per row, and a gradient arriving at `backprop` goes through the softmax
+Jacobian.  Dense labels get the gradient -log_softmax; sparse (integer) labels get None.
 """
 
 from __future__ import annotations
@@ -21,14 +25,20 @@ from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
 from ..compiler.core.ir import Combiner
 from ..compiler.core.ir import Scalar as S
-from ..compiler.core.ir_build import cast, reduce_axes
 from ..compiler.core.ir_build import NotLowerable
+from ..compiler.core.ir_build import cast, reduce_axes
 from ..errors import InvalidArgumentError
-from .array_common import move_axis_to_end
-from .activation_ops import _compute_dtype, _shifted, _static_axis
+from . import math_ops
+from .activation_ops import _compute_dtype
+from .array_ops import expand_dims
+from .basic_ops import stop_gradient
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
+from .fill_ops import zeros_like
 from .lower_reduce import RowSoftmax, compute_dtype
+from .rearrange_ops import move_axis_to_end
+from .reduction_ops import reduce_sum
 from .registry import OpDef, Trait
+from .softmax_ops import _shifted, _softmax_backward, _static_axis, log_softmax, softmax
 
 __all__ = ["l2_loss", "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
@@ -50,7 +60,21 @@ def _l2_kernel(ctx, inputs, attrs):
     return [np.asarray(np.sum(work * work) / 2).astype(t.dtype)]
 
 
+def _l2_loss_grad(op, g):
+    return [op.inputs[0] * g]
+
+
+def _lower_l2_loss(ctx, op, inputs):
+    t = inputs[0]
+    dt = compute_dtype(t.dtype)
+    total = reduce_axes(t, range(len(t.shape)), False, Combiner.ADD, dt,
+                        lambda e: ir.make(S.MUL, dt, (cast(e, dt), cast(e, dt))))
+    half = ir.make(S.DIV, dt, (ir.load(total, ()), ir.const(2, dt)))
+    return [ir.compute(t.dtype, (), (), cast(half, t.dtype))]
+
+
 L2_LOSS = OpDef("L2Loss", _l2_infer, _l2_kernel, traits={Trait.REDUCTION},
+                gradient=_l2_loss_grad, lower=_lower_l2_loss,
                 doc="sum(t ** 2) / 2 over every element.")
 
 
@@ -95,7 +119,66 @@ def _xent_kernel(ctx, inputs, attrs):
     return [np.asarray(loss).astype(dtype, copy=False), backprop.astype(dtype, copy=False)]
 
 
+def _logits_grad(op, g_loss, g_backprop, dense: bool):
+    """The gradient for the logits of a cross-entropy op.
+
+    d loss / d logits = softmax * sum(labels) - labels, which is the op's `backprop` output
+    when the labels sum to 1 (always for sparse labels); dense labels need not.  A gradient
+    arriving at `backprop` goes through the softmax Jacobian.
+    """
+    logits, backprop = op.inputs[0], op.outputs[1]
+    grad = None
+    if g_loss is not None:
+        if dense:
+            labels = op.inputs[1]
+            backprop = softmax(logits) * reduce_sum(labels, -1, keepdims=True) - labels
+        grad = expand_dims(g_loss, -1) * backprop
+    if g_backprop is not None:
+        through = _softmax_backward(softmax(logits), g_backprop)
+        grad = through if grad is None else grad + through
+    return grad
+
+
+def _softmax_xent_grad(op, g_loss, g_backprop=None):
+    """Dense labels get -log_softmax (TensorFlow 1.x's v1 function stops it with
+    StopGradient; `_v2` does not)."""
+    logits = op.inputs[0]
+    labels_grad = None
+    if g_loss is not None:
+        labels_grad = expand_dims(g_loss, -1) * -log_softmax(logits)
+    if g_backprop is not None:
+        labels_grad = -g_backprop if labels_grad is None else labels_grad - g_backprop
+    return [_logits_grad(op, g_loss, g_backprop, True), labels_grad]
+
+
+def _lower_xent(ctx, op, inputs):
+    """loss = -sum(labels * log_probs) per row; backprop = exp(log_probs) - labels.
+
+    Every node is built over logits' shape (labels' sizes are checked equal to it), so the
+    max, the sum of exps, the loss and the backprop share one loop nest over rows."""
+    logits, labels = inputs
+    if len(labels.shape) != len(logits.shape):
+        raise NotLowerable("logits and labels must have the same rank")
+    for da, db in zip(logits.shape, labels.shape):
+        ctx.check_equal(da, db, "logits and labels must be same size")
+    rows = RowSoftmax(logits)
+    dt, out = rows.dtype, logits.dtype
+
+    def label(idx):
+        return cast(ir.load(labels, idx), dt)
+
+    last = len(logits.shape) - 1
+    picked = reduce_axes(logits, [last], False, Combiner.ADD, dt,
+                         lambda e: rows.op(S.MUL, label(e.args), rows.log_prob(e.args)))
+    row_axes, axes = ir.axis_vars(last), ir.axis_vars(last + 1)
+    loss = cast(rows.op(S.NEG, ir.load(picked, row_axes)), out)
+    backprop = rows.op(S.SUB, rows.op(S.EXP, rows.log_prob(axes)), label(axes))
+    return [ir.compute(out, logits.shape[:-1], row_axes, loss),
+            ir.compute(out, logits.shape, axes, cast(backprop, out))]
+
+
 SOFTMAX_XENT = OpDef("SoftmaxCrossEntropyWithLogits", _xent_infer, _xent_kernel,
+                     gradient=_softmax_xent_grad, lower=_lower_xent,
                      default_name="softmax_cross_entropy_with_logits",
                      doc="Per-row -sum(labels * log_softmax(features)), and its gradient.")
 
@@ -128,8 +211,6 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     otherwise this equals the v2 function.
     """
     _ensure_keywords("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
-    from .basic_ops import stop_gradient
-
     graph = graph_for((logits, labels))
     logits = to_tensor(logits, graph=graph, name="logits")
     labels = stop_gradient(to_tensor(labels, dtype=logits.dtype, graph=graph, name="labels"))
@@ -186,97 +267,9 @@ def _sparse_kernel(ctx, inputs, attrs):
     return [np.asarray(loss).astype(dtype, copy=False), backprop.astype(dtype, copy=False)]
 
 
-SPARSE_SOFTMAX_XENT = OpDef("SparseSoftmaxCrossEntropyWithLogits", _sparse_infer,
-                            _sparse_kernel, default_name="SparseSoftmaxCrossEntropyWithLogits",
-                            doc="Per-row -log_softmax(features)[label], and its gradient.")
-
-
-def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
-                                             name=None) -> Tensor:
-    """Cross entropy of softmax(`logits`) against integer class `labels` (one per row).
-
-    `labels` has logits' shape without the last (class) axis; values must be in
-    [0, classes), checked when the graph runs.
-    """
-    _ensure_keywords("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
-    graph = graph_for((logits, labels))
-    with graph.as_default(), graph.name_scope(
-            name or "SparseSoftmaxCrossEntropyWithLogits") as scope:
-        logits = to_tensor(logits, name="logits")
-        labels = to_tensor(labels, name="labels")
-        return make_op(SPARSE_SOFTMAX_XENT, [logits, labels], {}, name=scope).outputs[0]
-
-
-# --- sigmoid cross entropy (a composition) --------------------------------------------------
-
-
-def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
-                                      name=None) -> Tensor:
-    """Elementwise logistic loss: max(x, 0) - x * z + log(1 + exp(-|x|)), stable for any x."""
-    _ensure_keywords("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
-    from . import math_ops
-
-    graph = graph_for((logits, labels))
-    with graph.as_default(), graph.name_scope(name or "logistic_loss") as scope:
-        logits = to_tensor(logits, name="logits")
-        if not logits.dtype.is_floating:
-            raise TypeError(f"logits must be a floating-point tensor, got "
-                            f"{logits.dtype.name}.")
-        labels = to_tensor(labels, dtype=logits.dtype, name="labels")
-        if not logits.shape.is_compatible_with(labels.shape):
-            raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
-                             f"{labels.shape}).")
-        # max(x, 0) and -|x| as selects on x >= 0 (as TensorFlow builds them), so that the
-        # gradient at x == 0 is sigmoid(0) - z = 0.5 - z, not relu's and abs's 0 there
-        from .fill_ops import zeros_like
-
-        zeros = zeros_like(logits)
-        nonneg = math_ops.greater_equal(logits, zeros)
-        relu_logits = math_ops.where_v2(nonneg, logits, zeros)
-        neg_abs = math_ops.where_v2(nonneg, math_ops.negative(logits), logits)
-        linear = math_ops.subtract(relu_logits, math_ops.multiply(logits, labels))
-        softplus_part = math_ops.log1p(math_ops.exp(neg_abs))
-        return math_ops.add(linear, softplus_part, name=scope)
-
-
-OP_DEFS = (L2_LOSS, SOFTMAX_XENT, SPARSE_SOFTMAX_XENT)
-
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _lower_l2_loss(ctx, op, inputs):
-    t = inputs[0]
-    dt = compute_dtype(t.dtype)
-    total = reduce_axes(t, range(len(t.shape)), False, Combiner.ADD, dt,
-                        lambda e: ir.make(S.MUL, dt, (cast(e, dt), cast(e, dt))))
-    half = ir.make(S.DIV, dt, (ir.load(total, ()), ir.const(2, dt)))
-    return [ir.compute(t.dtype, (), (), cast(half, t.dtype))]
-
-
-def _lower_xent(ctx, op, inputs):
-    """loss = -sum(labels * log_probs) per row; backprop = exp(log_probs) - labels.
-
-    Every node is built over logits' shape (labels' sizes are checked equal to it), so the
-    max, the sum of exps, the loss and the backprop share one loop nest over rows."""
-    logits, labels = inputs
-    if len(labels.shape) != len(logits.shape):
-        raise NotLowerable("logits and labels must have the same rank")
-    for da, db in zip(logits.shape, labels.shape):
-        ctx.check_equal(da, db, "logits and labels must be same size")
-    rows = RowSoftmax(logits)
-    dt, out = rows.dtype, logits.dtype
-
-    def label(idx):
-        return cast(ir.load(labels, idx), dt)
-
-    last = len(logits.shape) - 1
-    picked = reduce_axes(logits, [last], False, Combiner.ADD, dt,
-                         lambda e: rows.op(S.MUL, label(e.args), rows.log_prob(e.args)))
-    row_axes, axes = ir.axis_vars(last), ir.axis_vars(last + 1)
-    loss = cast(rows.op(S.NEG, ir.load(picked, row_axes)), out)
-    backprop = rows.op(S.SUB, rows.op(S.EXP, rows.log_prob(axes)), label(axes))
-    return [ir.compute(out, logits.shape[:-1], row_axes, loss),
-            ir.compute(out, logits.shape, axes, cast(backprop, out))]
+def _sparse_softmax_xent_grad(op, g_loss, g_backprop=None):
+    """Sparse (integer) labels have no gradient."""
+    return [_logits_grad(op, g_loss, g_backprop, False), None]
 
 
 def _lower_sparse_xent(ctx, op, inputs):
@@ -319,10 +312,55 @@ def _lower_sparse_xent(ctx, op, inputs):
             ir.compute(out, logits.shape, axes, cast(backprop, out))]
 
 
-def _attach_lowerings():
-    L2_LOSS.lower = _lower_l2_loss
-    SOFTMAX_XENT.lower = _lower_xent
-    SPARSE_SOFTMAX_XENT.lower = _lower_sparse_xent
+SPARSE_SOFTMAX_XENT = OpDef("SparseSoftmaxCrossEntropyWithLogits", _sparse_infer,
+                            _sparse_kernel, gradient=_sparse_softmax_xent_grad,
+                            lower=_lower_sparse_xent,
+                            default_name="SparseSoftmaxCrossEntropyWithLogits",
+                            doc="Per-row -log_softmax(features)[label], and its gradient.")
 
 
-_attach_lowerings()
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None) -> Tensor:
+    """Cross entropy of softmax(`logits`) against integer class `labels` (one per row).
+
+    `labels` has logits' shape without the last (class) axis; values must be in
+    [0, classes), checked when the graph runs.
+    """
+    _ensure_keywords("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    graph = graph_for((logits, labels))
+    with graph.as_default(), graph.name_scope(
+            name or "SparseSoftmaxCrossEntropyWithLogits") as scope:
+        logits = to_tensor(logits, name="logits")
+        labels = to_tensor(labels, name="labels")
+        return make_op(SPARSE_SOFTMAX_XENT, [logits, labels], {}, name=scope).outputs[0]
+
+
+# --- sigmoid cross entropy (a composition) --------------------------------------------------
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                      name=None) -> Tensor:
+    """Elementwise logistic loss: max(x, 0) - x * z + log(1 + exp(-|x|)), stable for any x."""
+    _ensure_keywords("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
+    graph = graph_for((logits, labels))
+    with graph.as_default(), graph.name_scope(name or "logistic_loss") as scope:
+        logits = to_tensor(logits, name="logits")
+        if not logits.dtype.is_floating:
+            raise TypeError(f"logits must be a floating-point tensor, got "
+                            f"{logits.dtype.name}.")
+        labels = to_tensor(labels, dtype=logits.dtype, name="labels")
+        if not logits.shape.is_compatible_with(labels.shape):
+            raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
+                             f"{labels.shape}).")
+        # max(x, 0) and -|x| as selects on x >= 0 (as TensorFlow builds them), so that the
+        # gradient at x == 0 is sigmoid(0) - z = 0.5 - z, not relu's and abs's 0 there
+        zeros = zeros_like(logits)
+        nonneg = math_ops.greater_equal(logits, zeros)
+        relu_logits = math_ops.where_v2(nonneg, logits, zeros)
+        neg_abs = math_ops.where_v2(nonneg, math_ops.negative(logits), logits)
+        linear = math_ops.subtract(relu_logits, math_ops.multiply(logits, labels))
+        softplus_part = math_ops.log1p(math_ops.exp(neg_abs))
+        return math_ops.add(linear, softplus_part, name=scope)
+
+
+OP_DEFS = (L2_LOSS, SOFTMAX_XENT, SPARSE_SOFTMAX_XENT)

@@ -1,8 +1,9 @@
 """Shared pieces for lowering reductions and last-axis (row) softmax-style ops to kernel IR.
 
-Holds the lowerings of reduction_ops.py's ops (Sum, Mean, Max, ..., ArgMax; attached there)
-and the pieces the lowerings of activation_ops.py (Softmax, LogSoftmax) and loss_ops.py
-(L2Loss, the cross entropies) share.  Conventions kept so the ops agree with their kernels:
+Holds the lowerings of the reductions (reduction_ops.py, arg_ops.py: Sum, Mean, Max, ...,
+ArgMax; given to their OpDefs there) and the pieces the lowerings of activation_ops.py
+(Softmax, LogSoftmax) and loss_ops.py (L2Loss, the cross entropies) share.  Conventions
+kept so the ops agree with their kernels:
 
 - float16 values are computed (and summed) in float32 and rounded back once, at the end;
 - reduction axes are static (NotLowerable otherwise), normalized and deduplicated;

@@ -6,7 +6,8 @@ TensorFlow 1.x functions `equal`, `not_equal`, `less`, `less_equal`, `greater`,
 TensorFlow: (x or y) and not (x and y)).
 
 Equal/NotEqual accept every dtype (strings and bools too); the ordering comparisons accept
-real numbers only; the logical ops accept bool only.  Operand typing is TensorFlow's strict
+real numbers only; the logical ops accept bool only.  Bool outputs have no gradient; each op
+lowers to one IR comparison.  Operand typing is TensorFlow's strict
 rule (see `builder.binary_operands`).
 """
 
@@ -16,24 +17,34 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Scalar as S
+from . import math_unary
 from .builder import REALS, binary_operands, graph_for, make_op
-from .math_binary import apply_binary, binary_def
-from .math_unary import logical_not
+from .elementwise import apply_binary, binary_def
+from .lower_util import lower_as
 
 _BOOL = _dtypes.bool_
 
 EQUAL = binary_def("Equal", np.equal, _dtypes.ALL_DTYPES, out=_BOOL, commutative=True,
-                   doc="x == y")
+                   doc="x == y",
+                   lower=lower_as(S.EQ))
 NOT_EQUAL = binary_def("NotEqual", np.not_equal, _dtypes.ALL_DTYPES, out=_BOOL,
-                       commutative=True, doc="x != y")
-LESS = binary_def("Less", np.less, REALS, out=_BOOL, doc="x < y")
-LESS_EQUAL = binary_def("LessEqual", np.less_equal, REALS, out=_BOOL, doc="x <= y")
-GREATER = binary_def("Greater", np.greater, REALS, out=_BOOL, doc="x > y")
-GREATER_EQUAL = binary_def("GreaterEqual", np.greater_equal, REALS, out=_BOOL, doc="x >= y")
+                       commutative=True, doc="x != y",
+                       lower=lower_as(S.NE))
+LESS = binary_def("Less", np.less, REALS, out=_BOOL, doc="x < y",
+                  lower=lower_as(S.LT))
+LESS_EQUAL = binary_def("LessEqual", np.less_equal, REALS, out=_BOOL, doc="x <= y",
+                        lower=lower_as(S.LE))
+GREATER = binary_def("Greater", np.greater, REALS, out=_BOOL, doc="x > y",
+                     lower=lower_as(S.GT))
+GREATER_EQUAL = binary_def("GreaterEqual", np.greater_equal, REALS, out=_BOOL, doc="x >= y",
+                           lower=lower_as(S.GE))
 LOGICAL_AND = binary_def("LogicalAnd", np.logical_and, (_BOOL,), out=_BOOL, commutative=True,
-                         doc="x and y")
+                         doc="x and y",
+                         lower=lower_as(S.AND))
 LOGICAL_OR = binary_def("LogicalOr", np.logical_or, (_BOOL,), out=_BOOL, commutative=True,
-                        doc="x or y")
+                        doc="x or y",
+                        lower=lower_as(S.OR))
 
 
 def equal(x, y, name: str | None = None) -> Tensor:
@@ -84,7 +95,7 @@ def logical_xor(x, y, name: str | None = None) -> Tensor:
     with graph.name_scope(name or "LogicalXor") as scope:
         x, y = binary_operands(x, y, "LogicalXor")
         either = logical_or(x, y)
-        not_both = logical_not(logical_and(x, y))
+        not_both = math_unary.logical_not(logical_and(x, y))
         return make_op(LOGICAL_AND, [either, not_both], {"T": _BOOL}, scope).outputs[0]
 
 
@@ -94,17 +105,3 @@ __all__ = [
 ]
 
 OP_DEFS = (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, LOGICAL_AND, LOGICAL_OR)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _attach_lowerings():
-    from ..compiler.core.ir import Scalar as S
-    from .lower_util import lower_as
-
-    for op_def, kind in ((EQUAL, S.EQ), (NOT_EQUAL, S.NE), (LESS, S.LT), (LESS_EQUAL, S.LE),
-                         (GREATER, S.GT), (GREATER_EQUAL, S.GE), (LOGICAL_AND, S.AND),
-                         (LOGICAL_OR, S.OR)):
-        op_def.lower = lower_as(kind)
-
-
-_attach_lowerings()

@@ -1,28 +1,39 @@
-"""Elementwise one-input math ops and `Cast`.
+"""Elementwise one-input math ops (Cast: math_cast.py).
 
 Owns: Neg, Abs, ComplexAbs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p,
 Sin, Cos, Tan, Tanh, Sigmoid, Erf, Floor, Ceil, Round, LogicalNot, IsNan, IsInf, IsFinite,
-Cast, and their TensorFlow 1.x functions (`negative`, `abs`, ..., `cast`, `to_float`, ...).
+their TensorFlow 1.x functions (`negative`, `abs`, ..., `is_finite`), gradients and
+lowerings.
 
 Invariants: each op accepts exactly the dtypes TensorFlow's op definition allows (minus
 bfloat16 and, for Reciprocal, the integer types TensorFlow's CPU kernels lack) and returns
 the input's dtype (bool for predicates, the real type for ComplexAbs), float16 included.
 Kernels run under `np.errstate(all="ignore")`: overflow gives inf and invalid input NaN, as
 in TensorFlow, never a NumPy RuntimeWarning.  Sigmoid is evaluated as exp(-|x|)-based
-branches so that no intermediate overflows.  Cast truncates floats toward zero, maps
-complex to real by dropping the imaginary part, and to bool by `x != 0`.
+branches so that no intermediate overflows.
+
+Gradients are written with the op functions; piecewise-constant ops (Floor, Ceil, Round)
+have gradient None and Sign has zeros, as in TensorFlow; Sqrt, Rsqrt and Reciprocal give 0
+where the output gradient is 0 (TensorFlow's SqrtGrad/RsqrtGrad/ReciprocalGrad kernels), so
+a masked branch (`where(x > 0, sqrt(x), 0)`) at x == 0 gets 0, not 0 * inf = NaN.
+Predicates (LogicalNot, IsNan, IsInf, IsFinite) and ComplexAbs have none.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import scipy.special
 
 from .. import dtypes as _dtypes
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
-from .builder import (FLOAT_OR_COMPLEX, FLOATS, check_dtype, graph_for, make_op,
-                      to_tensor)
-from .registry import OpDef, Trait
+from ..compiler.core.ir import Scalar as S
+from . import fill_ops, math_compare, select_ops
+from .builder import FLOAT_OR_COMPLEX, FLOATS, graph_for, make_op, to_tensor
+from .elementwise import apply_unary, unary_def
+from .lower_util import elementwise_lowering, lower_as
 
 _BOOL = (_dtypes.bool_,)
 _SIGNED = (_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64, *FLOAT_OR_COMPLEX)
@@ -30,26 +41,7 @@ _SIGNED_REAL = (_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64, *FLOA
 _SQUARE_TYPES = (*_dtypes.INTEGER_DTYPES, *FLOAT_OR_COMPLEX)
 
 
-def unary_def(name: str, fn, allowed, out=None, doc: str = "") -> OpDef:
-    """An elementwise one-input OpDef computing `fn(x)`.
-
-    `out(dtype) -> dtype` gives the output dtype (default: the input's).  Also used by other
-    op modules for their own elementwise ops.
-    """
-
-    def infer(op):
-        x = op.inputs[0]
-        check_dtype(x, allowed, "x")
-        return [(out(x.dtype) if out else x.dtype, x.shape)]
-
-    def kernel(ctx, inputs, attrs):
-        x = inputs[0]
-        dtype = out(_dtypes.as_dtype(x.dtype)).np_dtype if out else x.dtype
-        with np.errstate(all="ignore"):
-            y = fn(x)
-        return [np.asarray(y, dtype=dtype)]
-
-    return OpDef(name, infer, kernel, traits={Trait.ELEMENTWISE}, doc=doc)
+# --- kernels ----------------------------------------------------------------------------------
 
 
 def _to_bool(dtype):
@@ -75,43 +67,117 @@ def _round(x):
     return x if x.dtype.kind in "iu" else np.round(x)  # np.round rounds half to even
 
 
-NEG = unary_def("Neg", np.negative, _SIGNED, doc="-x")
-ABS = unary_def("Abs", np.abs, _SIGNED_REAL, doc="|x| for real x")
+# --- gradients --------------------------------------------------------------------------------
+
+
+def _grad(fn):
+    """A gradient for y = f(x) given `fn(x, y, g) -> dx`."""
+    def gradient(op, g):
+        return [fn(op.inputs[0], op.outputs[0], g)]
+
+    return gradient
+
+
+def _none(op, *grads):
+    return [None] * len(op.inputs)
+
+
+def _zero(t):
+    return fill_ops.zeros_like(t)
+
+
+def _zero_where_no_gradient(fn):
+    """`fn(x, y, g)`, but 0 where g is 0 (see the module docstring)."""
+    def gradient(x, y, g):
+        return select_ops.where_v2(math_compare.equal(g, _zero(g)), _zero(g), fn(x, y, g))
+    return _grad(gradient)
+
+
+def _erf_grad(x, y, g):
+    return g * (2.0 / math.sqrt(math.pi)) * exp(-square(x))
+
+
+# --- lowerings ---------------------------------------------------------------------------------
+
+
+def _one(dt):
+    return ir.const(1, dt)
+
+
+def _ir(fn):
+    """A lowering from `fn(dtype, x) -> scalar expression`."""
+    return elementwise_lowering(fn)
+
+
+def _is_finite_ir(dt, x):
+    return ir.make(S.NOT, dt, (ir.make(S.OR, dt, (ir.make(S.ISNAN, dt, (x,)),
+                                                  ir.make(S.ISINF, dt, (x,)))),))
+
+
+# --- the ops -----------------------------------------------------------------------------------
+
+NEG = unary_def("Neg", np.negative, _SIGNED, doc="-x", gradient=_grad(lambda x, y, g: -g),
+                lower=lower_as(S.NEG))
+ABS = unary_def("Abs", np.abs, _SIGNED_REAL, doc="|x| for real x",
+                gradient=_grad(lambda x, y, g: g * sign(x)), lower=lower_as(S.ABS))
 COMPLEX_ABS = unary_def("ComplexAbs", np.abs, _dtypes.COMPLEX_DTYPES,
                         out=lambda d: d.real_dtype, doc="|x| for complex x (real output)")
-SIGN = unary_def("Sign", _sign, _SIGNED, doc="-1, 0 or 1 (x/|x| for complex)")
-SQUARE = unary_def("Square", np.square, _SQUARE_TYPES, doc="x * x")
-SQRT = unary_def("Sqrt", np.sqrt, FLOAT_OR_COMPLEX, doc="square root")
-RSQRT = unary_def("Rsqrt", lambda x: 1 / np.sqrt(x), FLOAT_OR_COMPLEX, doc="1 / sqrt(x)")
-RECIPROCAL = unary_def("Reciprocal", lambda x: 1 / x, FLOAT_OR_COMPLEX, doc="1 / x")
-EXP = unary_def("Exp", np.exp, FLOAT_OR_COMPLEX, doc="e ** x")
-EXPM1 = unary_def("Expm1", np.expm1, FLOAT_OR_COMPLEX, doc="e ** x - 1")
-LOG = unary_def("Log", np.log, FLOAT_OR_COMPLEX, doc="natural logarithm")
-LOG1P = unary_def("Log1p", np.log1p, FLOAT_OR_COMPLEX, doc="log(1 + x)")
-SIN = unary_def("Sin", np.sin, FLOAT_OR_COMPLEX, doc="sine")
-COS = unary_def("Cos", np.cos, FLOAT_OR_COMPLEX, doc="cosine")
-TAN = unary_def("Tan", np.tan, FLOAT_OR_COMPLEX, doc="tangent")
-TANH = unary_def("Tanh", np.tanh, FLOAT_OR_COMPLEX, doc="hyperbolic tangent")
-SIGMOID = unary_def("Sigmoid", _sigmoid, FLOAT_OR_COMPLEX, doc="1 / (1 + exp(-x))")
-ERF = unary_def("Erf", scipy.special.erf, FLOATS, doc="Gauss error function")
-FLOOR = unary_def("Floor", np.floor, FLOATS, doc="largest integer <= x")
-CEIL = unary_def("Ceil", np.ceil, FLOATS, doc="smallest integer >= x")
+SIGN = unary_def("Sign", _sign, _SIGNED, doc="-1, 0 or 1 (x/|x| for complex)",
+                 gradient=_grad(lambda x, y, g: _zero(x)), lower=lower_as(S.SIGN))
+SQUARE = unary_def("Square", np.square, _SQUARE_TYPES, doc="x * x",
+                   gradient=_grad(lambda x, y, g: g * (x * 2.0)),
+                   lower=_ir(lambda dt, x: ir.make(S.MUL, dt, (x, x))))
+SQRT = unary_def("Sqrt", np.sqrt, FLOAT_OR_COMPLEX, doc="square root",
+                 gradient=_zero_where_no_gradient(lambda x, y, g: g * 0.5 / y),
+                 lower=lower_as(S.SQRT))
+RSQRT = unary_def("Rsqrt", lambda x: 1 / np.sqrt(x), FLOAT_OR_COMPLEX, doc="1 / sqrt(x)",
+                  gradient=_zero_where_no_gradient(lambda x, y, g: g * (y * y * y) * -0.5),
+                  lower=_ir(lambda dt, x: ir.make(S.DIV, dt, (_one(dt),
+                                                             ir.make(S.SQRT, dt, (x,))))))
+RECIPROCAL = unary_def("Reciprocal", lambda x: 1 / x, FLOAT_OR_COMPLEX, doc="1 / x",
+                       gradient=_zero_where_no_gradient(lambda x, y, g: -g * y * y),
+                       lower=_ir(lambda dt, x: ir.make(S.DIV, dt, (_one(dt), x))))
+EXP = unary_def("Exp", np.exp, FLOAT_OR_COMPLEX, doc="e ** x",
+                gradient=_grad(lambda x, y, g: g * y), lower=lower_as(S.EXP))
+EXPM1 = unary_def("Expm1", np.expm1, FLOAT_OR_COMPLEX, doc="e ** x - 1",
+                  gradient=_grad(lambda x, y, g: g * (y + 1.0)), lower=lower_as(S.EXPM1))
+LOG = unary_def("Log", np.log, FLOAT_OR_COMPLEX, doc="natural logarithm",
+                gradient=_grad(lambda x, y, g: g / x), lower=lower_as(S.LOG))
+LOG1P = unary_def("Log1p", np.log1p, FLOAT_OR_COMPLEX, doc="log(1 + x)",
+                  gradient=_grad(lambda x, y, g: g / (x + 1.0)), lower=lower_as(S.LOG1P))
+SIN = unary_def("Sin", np.sin, FLOAT_OR_COMPLEX, doc="sine",
+                gradient=_grad(lambda x, y, g: g * cos(x)), lower=lower_as(S.SIN))
+COS = unary_def("Cos", np.cos, FLOAT_OR_COMPLEX, doc="cosine",
+                gradient=_grad(lambda x, y, g: -g * sin(x)), lower=lower_as(S.COS))
+TAN = unary_def("Tan", np.tan, FLOAT_OR_COMPLEX, doc="tangent",
+                gradient=_grad(lambda x, y, g: g * (y * y + 1.0)), lower=lower_as(S.TAN))
+TANH = unary_def("Tanh", np.tanh, FLOAT_OR_COMPLEX, doc="hyperbolic tangent",
+                 gradient=_grad(lambda x, y, g: g * (1.0 - y * y)), lower=lower_as(S.TANH))
+SIGMOID = unary_def("Sigmoid", _sigmoid, FLOAT_OR_COMPLEX, doc="1 / (1 + exp(-x))",
+                    gradient=_grad(lambda x, y, g: g * y * (1.0 - y)),
+                    lower=lower_as(S.SIGMOID))
+ERF = unary_def("Erf", scipy.special.erf, FLOATS, doc="Gauss error function",
+                gradient=_grad(_erf_grad), lower=lower_as(S.ERF))
+FLOOR = unary_def("Floor", np.floor, FLOATS, doc="largest integer <= x", gradient=_none,
+                  lower=lower_as(S.FLOOR))
+CEIL = unary_def("Ceil", np.ceil, FLOATS, doc="smallest integer >= x", gradient=_none,
+                 lower=lower_as(S.CEIL))
 ROUND = unary_def("Round", _round, (*_SIGNED_REAL, *_dtypes.COMPLEX_DTYPES),
-                  doc="nearest integer, half to even")
-LOGICAL_NOT = unary_def("LogicalNot", np.logical_not, _BOOL, doc="not x")
-IS_NAN = unary_def("IsNan", np.isnan, FLOATS, out=_to_bool, doc="x is NaN")
-IS_INF = unary_def("IsInf", np.isinf, FLOATS, out=_to_bool, doc="x is +-inf")
-IS_FINITE = unary_def("IsFinite", np.isfinite, FLOATS, out=_to_bool, doc="x is finite")
-
-
-def _apply(op_def: OpDef, x, name) -> Tensor:
-    x = to_tensor(x, graph=graph_for((x,)), name="x")
-    return make_op(op_def, [x], {"T": x.dtype}, name or op_def.name).outputs[0]
+                  doc="nearest integer, half to even", gradient=_none,
+                  lower=_ir(lambda dt, x: x if dt.is_integer else ir.make(S.ROUND, dt, (x,))))
+LOGICAL_NOT = unary_def("LogicalNot", np.logical_not, _BOOL, doc="not x",
+                        lower=lower_as(S.NOT))
+IS_NAN = unary_def("IsNan", np.isnan, FLOATS, out=_to_bool, doc="x is NaN",
+                   lower=lower_as(S.ISNAN))
+IS_INF = unary_def("IsInf", np.isinf, FLOATS, out=_to_bool, doc="x is +-inf",
+                   lower=lower_as(S.ISINF))
+IS_FINITE = unary_def("IsFinite", np.isfinite, FLOATS, out=_to_bool, doc="x is finite",
+                      lower=_ir(_is_finite_ir))
 
 
 def negative(x, name: str | None = None) -> Tensor:
     """-x, elementwise (signed integers, floats, complex)."""
-    return _apply(NEG, x, name)
+    return apply_unary(NEG, x, name)
 
 
 def abs(x, name: str | None = None) -> Tensor:  # noqa: A001 - TensorFlow's name
@@ -120,92 +186,92 @@ def abs(x, name: str | None = None) -> Tensor:  # noqa: A001 - TensorFlow's name
     if x.dtype.is_complex:
         return make_op(COMPLEX_ABS, [x], {"T": x.dtype, "Tout": x.dtype.real_dtype},
                        name or "ComplexAbs").outputs[0]
-    return _apply(ABS, x, name)
+    return apply_unary(ABS, x, name)
 
 
 def sign(x, name: str | None = None) -> Tensor:
     """-1, 0 or 1 by the sign of x (NaN stays NaN; complex: x / |x|, 0 at 0)."""
-    return _apply(SIGN, x, name)
+    return apply_unary(SIGN, x, name)
 
 
 def square(x, name: str | None = None) -> Tensor:
     """x * x, elementwise."""
-    return _apply(SQUARE, x, name)
+    return apply_unary(SQUARE, x, name)
 
 
 def sqrt(x, name: str | None = None) -> Tensor:
     """Square root, elementwise (float and complex; NaN for negative reals)."""
-    return _apply(SQRT, x, name)
+    return apply_unary(SQRT, x, name)
 
 
 def rsqrt(x, name: str | None = None) -> Tensor:
     """1 / sqrt(x), elementwise (float and complex)."""
-    return _apply(RSQRT, x, name)
+    return apply_unary(RSQRT, x, name)
 
 
 def reciprocal(x, name: str | None = None) -> Tensor:
     """1 / x, elementwise (float and complex)."""
-    return _apply(RECIPROCAL, x, name)
+    return apply_unary(RECIPROCAL, x, name)
 
 
 def exp(x, name: str | None = None) -> Tensor:
     """e ** x, elementwise (float and complex)."""
-    return _apply(EXP, x, name)
+    return apply_unary(EXP, x, name)
 
 
 def expm1(x, name: str | None = None) -> Tensor:
     """e ** x - 1, accurate near zero (float and complex)."""
-    return _apply(EXPM1, x, name)
+    return apply_unary(EXPM1, x, name)
 
 
 def log(x, name: str | None = None) -> Tensor:
     """Natural logarithm (float and complex; -inf at 0, NaN below)."""
-    return _apply(LOG, x, name)
+    return apply_unary(LOG, x, name)
 
 
 def log1p(x, name: str | None = None) -> Tensor:
     """log(1 + x), accurate near zero (float and complex)."""
-    return _apply(LOG1P, x, name)
+    return apply_unary(LOG1P, x, name)
 
 
 def sin(x, name: str | None = None) -> Tensor:
     """Sine, elementwise (float and complex)."""
-    return _apply(SIN, x, name)
+    return apply_unary(SIN, x, name)
 
 
 def cos(x, name: str | None = None) -> Tensor:
     """Cosine, elementwise (float and complex)."""
-    return _apply(COS, x, name)
+    return apply_unary(COS, x, name)
 
 
 def tan(x, name: str | None = None) -> Tensor:
     """Tangent, elementwise (float and complex)."""
-    return _apply(TAN, x, name)
+    return apply_unary(TAN, x, name)
 
 
 def tanh(x, name: str | None = None) -> Tensor:
     """Hyperbolic tangent, elementwise (float and complex)."""
-    return _apply(TANH, x, name)
+    return apply_unary(TANH, x, name)
 
 
 def sigmoid(x, name: str | None = None) -> Tensor:
     """1 / (1 + exp(-x)), computed without overflow for any real x (float and complex)."""
-    return _apply(SIGMOID, x, name)
+    return apply_unary(SIGMOID, x, name)
 
 
 def erf(x, name: str | None = None) -> Tensor:
     """The Gauss error function (float types)."""
-    return _apply(ERF, x, name)
+    return apply_unary(ERF, x, name)
 
 
 def floor(x, name: str | None = None) -> Tensor:
     """Largest integral value not greater than x (float types)."""
-    return _apply(FLOOR, x, name)
+    return apply_unary(FLOOR, x, name)
 
 
 def ceil(x, name: str | None = None) -> Tensor:
     """Smallest integral value not less than x (float types)."""
-    return _apply(CEIL, x, name)
+    return apply_unary(CEIL, x, name)
 
 
 def round(x, name: str | None = None) -> Tensor:  # noqa: A001 - TensorFlow's name
@@ -213,125 +279,35 @@ def round(x, name: str | None = None) -> Tensor:  # noqa: A001 - TensorFlow's na
     x = to_tensor(x, graph=graph_for((x,)), name="x")
     if x.dtype.is_integer:
         return x
-    return _apply(ROUND, x, name)
+    return apply_unary(ROUND, x, name)
 
 
 def logical_not(x, name: str | None = None) -> Tensor:
     """Boolean not, elementwise (bool only)."""
-    return _apply(LOGICAL_NOT, x, name)
+    return apply_unary(LOGICAL_NOT, x, name)
 
 
 def is_nan(x, name: str | None = None) -> Tensor:
     """True where x is NaN (float types)."""
-    return _apply(IS_NAN, x, name)
+    return apply_unary(IS_NAN, x, name)
 
 
 def is_inf(x, name: str | None = None) -> Tensor:
     """True where x is +inf or -inf (float types)."""
-    return _apply(IS_INF, x, name)
+    return apply_unary(IS_INF, x, name)
 
 
 def is_finite(x, name: str | None = None) -> Tensor:
     """True where x is neither infinite nor NaN (float types)."""
-    return _apply(IS_FINITE, x, name)
-
-
-# --- Cast ----------------------------------------------------------------------------------
-
-
-def _cast_infer(op):
-    x = op.inputs[0]
-    dst = op.get_attr("DstT")
-    if (x.dtype is _dtypes.string) != (dst is _dtypes.string):
-        raise TypeError(f"Cast {x.dtype.name} to {dst.name} is not supported.")
-    return [(dst, x.shape)]
-
-
-def _cast_kernel(ctx, inputs, attrs):
-    x = inputs[0]
-    dst = attrs["DstT"]
-    if x.dtype.kind == "c" and not dst.is_complex:
-        x = x.real  # TensorFlow drops the imaginary part (also before a cast to bool)
-    with np.errstate(all="ignore"):
-        y = (x != 0) if dst is _dtypes.bool_ else x.astype(dst.np_dtype)
-    return [np.asarray(y, dtype=dst.np_dtype)]
-
-
-CAST = OpDef("Cast", _cast_infer, _cast_kernel, traits={Trait.ELEMENTWISE},
-             doc="convert to DstT: floats truncate toward zero, bool is x != 0")
-
-
-def cast(x, dtype, name: str | None = None) -> Tensor:
-    """`x` converted to `dtype` (TensorFlow's `tf.cast`).
-
-    Floats convert to integers by truncation toward zero, anything to bool by `x != 0`,
-    complex to real by dropping the imaginary part.  A tensor already of `dtype` is returned
-    unchanged.  Strings cannot be cast to or from other types (TypeError).
-    """
-    dtype = _dtypes.as_dtype(dtype)
-    x = to_tensor(x, graph=graph_for((x,)), name="x")
-    if x.dtype is dtype:
-        return x
-    return make_op(CAST, [x], {"SrcT": x.dtype, "DstT": dtype, "Truncate": False},
-                   name or "Cast").outputs[0]
-
-
-def to_float(x, name: str = "ToFloat") -> Tensor:
-    """cast(x, float32) (deprecated TensorFlow 1.x name)."""
-    return cast(x, _dtypes.float32, name=name)
-
-
-def to_double(x, name: str = "ToDouble") -> Tensor:
-    """cast(x, float64) (deprecated TensorFlow 1.x name)."""
-    return cast(x, _dtypes.float64, name=name)
-
-
-def to_int32(x, name: str = "ToInt32") -> Tensor:
-    """cast(x, int32) (deprecated TensorFlow 1.x name)."""
-    return cast(x, _dtypes.int32, name=name)
-
-
-def to_int64(x, name: str = "ToInt64") -> Tensor:
-    """cast(x, int64) (deprecated TensorFlow 1.x name)."""
-    return cast(x, _dtypes.int64, name=name)
+    return apply_unary(IS_FINITE, x, name)
 
 
 __all__ = [
     "negative", "abs", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log",
     "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "floor", "ceil", "round",
-    "logical_not", "is_nan", "is_inf", "is_finite", "cast", "to_float", "to_double",
-    "to_int32", "to_int64",
+    "logical_not", "is_nan", "is_inf", "is_finite",
 ]
 
 OP_DEFS = (NEG, ABS, COMPLEX_ABS, SIGN, SQUARE, SQRT, RSQRT, RECIPROCAL, EXP, EXPM1, LOG,
            LOG1P, SIN, COS, TAN, TANH, SIGMOID, ERF, FLOOR, CEIL, ROUND, LOGICAL_NOT, IS_NAN,
-           IS_INF, IS_FINITE, CAST)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _attach_lowerings():
-    from ..compiler.core import ir
-    from ..compiler.core.ir import Scalar as S
-    from .lower_util import elementwise_lowering, lower_as
-
-    def one(dt):
-        return ir.const(1, dt)
-
-    for op_def, kind in ((NEG, S.NEG), (ABS, S.ABS), (SIGN, S.SIGN), (SQRT, S.SQRT),
-                         (EXP, S.EXP), (EXPM1, S.EXPM1), (LOG, S.LOG), (LOG1P, S.LOG1P),
-                         (SIN, S.SIN), (COS, S.COS), (TAN, S.TAN), (TANH, S.TANH),
-                         (SIGMOID, S.SIGMOID), (ERF, S.ERF), (FLOOR, S.FLOOR), (CEIL, S.CEIL),
-                         (LOGICAL_NOT, S.NOT), (IS_NAN, S.ISNAN), (IS_INF, S.ISINF)):
-        op_def.lower = lower_as(kind)
-    ROUND.lower = elementwise_lowering(
-        lambda dt, x: x if dt.is_integer else ir.make(S.ROUND, dt, (x,)))
-    SQUARE.lower = elementwise_lowering(lambda dt, x: ir.make(S.MUL, dt, (x, x)))
-    RSQRT.lower = elementwise_lowering(
-        lambda dt, x: ir.make(S.DIV, dt, (one(dt), ir.make(S.SQRT, dt, (x,)))))
-    RECIPROCAL.lower = elementwise_lowering(lambda dt, x: ir.make(S.DIV, dt, (one(dt), x)))
-    IS_FINITE.lower = elementwise_lowering(lambda dt, x: ir.make(S.NOT, dt, (ir.make(
-        S.OR, dt, (ir.make(S.ISNAN, dt, (x,)), ir.make(S.ISINF, dt, (x,)))),)))
-    CAST.lower = elementwise_lowering(lambda dt, x: ir.make(S.CAST, dt, (x,)))
-
-
-_attach_lowerings()
+           IS_INF, IS_FINITE)

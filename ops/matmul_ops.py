@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import rearrange_ops, sum_to_shape
 from .. import dtypes as _dtypes
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, broadcast_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import binary_operands, check_dtype, graph_for, make_op
+from .lower_reduce import cast_node, compute_dtype
 from .registry import OpDef
 
 __all__ = ["matmul"]
@@ -84,7 +88,110 @@ def _matmul_kernel(ctx, inputs, attrs):
     return [np.asarray(_product(a, b))]
 
 
-MATMUL = OpDef("MatMul", _matmul_infer, _matmul_kernel,
+# --- gradients -----------------------------------------------------------------------------
+
+
+def _product_grads(a, b, g, ta, tb):
+    """(da, db) of a' @ b' where a' is a (transposed if ta) and b' likewise."""
+    if not ta and not tb:
+        return matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)
+    if ta and not tb:
+        return matmul(b, g, transpose_b=True), matmul(a, g)
+    if not ta and tb:
+        return matmul(g, b), matmul(g, a, transpose_a=True)
+    return matmul(b, g, transpose_a=True, transpose_b=True), matmul(g, a, transpose_a=True,
+                                                                    transpose_b=True)
+
+
+def _matmul_grad(op, g):
+    a, b = op.inputs
+    return list(_product_grads(a, b, g, op.get_attr("transpose_a"),
+                               op.get_attr("transpose_b")))
+
+
+def _batch_matmul_grad(op, g):
+    a, b = op.inputs
+    da, db = _product_grads(a, b, g, op.get_attr("adj_x"), op.get_attr("adj_y"))
+    # batch dims may have broadcast
+    return [sum_to_shape.sum_to_shape(da, a), sum_to_shape.sum_to_shape(db, b)]
+
+
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+def _lower_matmul(ctx, op, inputs):
+    """A BLAS call for float32/float64 (float16 through float32, as the kernel does)."""
+    a, b = inputs
+    if not a.dtype.is_floating:
+        raise NotLowerable(f"MatMul on {a.dtype.name} is not compiled (BLAS is float only)")
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    (m, ka), (kb, n) = (a.shape[::-1] if ta else a.shape), (b.shape[::-1] if tb else b.shape)
+    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
+    dt = compute_dtype(a.dtype)
+    a, b = cast_node(a, dt), cast_node(b, dt)
+    if any(ir.is_const(d, 1) for d in (m, n, ka)):
+        product = _unit_dim_product(a, b, ta, tb, m, n, ka)
+    else:
+        product = ir.matmul(a, b, ta, tb, (m, n))
+    return [cast_node(product, inputs[0].dtype)]
+
+
+def _unit_dim_product(a, b, ta, tb, m, n, k):
+    """A product with a static size-1 dimension as loops of the compiler's own: a
+    matrix-vector or vector-matrix product (`m` or `n` is 1) is a sum over k (a row
+    reduction for `A @ x`, a column reduction for `x @ A`), an outer product (`k` is 1)
+    an elementwise multiply.  Both fuse with their neighbours, and run on every thread;
+    BLAS ran `x @ A` on one (a GEMM with one row) and `A @ x` as a GEMM of one column."""
+    i, j = ir.axis_vars(2)
+    row = ir.index(0) if ir.is_const(m, 1) else i      # a unit output axis reads index 0
+    col = ir.index(0) if ir.is_const(n, 1) else j
+    r = ir.index(0) if ir.is_const(k, 1) else ir.reduce_var(0)
+    body = ir.make(ir.Scalar.MUL, a.dtype,
+                   (ir.load(a, (r, row) if ta else (row, r)),
+                    ir.load(b, (col, r) if tb else (r, col))))
+    if ir.is_const(k, 1):
+        return ir.compute(a.dtype, (m, n), (i, j), body)
+    return ir.reduce(a.dtype, (m, n), (i, j), (r,), (k,), body, ir.Combiner.ADD)
+
+
+def _lower_batch_matmul(ctx, op, inputs):
+    """One BLAS call per matrix of the batch (a 3-D MATMUL node): leading batch dims are
+    flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
+    broadcast (a size 1 against a larger one) are not compiled."""
+    a, b = inputs
+    if not a.dtype.is_floating or a.dtype.is_complex:
+        raise NotLowerable(f"BatchMatMulV2 on {a.dtype.name} is not compiled (BLAS is float "
+                           "only)")
+    adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    if ba and bb:
+        if len(ba) != len(bb) or any(ir.is_const(x, 1) != ir.is_const(y, 1)
+                                     for x, y in zip(ba, bb)):
+            raise NotLowerable("BatchMatMulV2 with broadcast batch dimensions is not compiled")
+        for x, y in zip(ba, bb):
+            ctx.check_equal(x, y, "Batch dimensions of the two operands differ")
+    batch = ba or bb
+    m, ka = a.shape[-1:-3:-1] if adj_x else a.shape[-2:]
+    kb, n = b.shape[-1:-3:-1] if adj_y else b.shape[-2:]
+    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
+    count = ir.index(1)
+    for d in batch:
+        count = d if ir.is_const(count, 1) else ir.make(ir.Scalar.MUL, ir.INDEX, (count, d))
+    dt = compute_dtype(a.dtype)
+
+    def three_d(x):
+        x = cast_node(x, dt)
+        if len(x.shape) <= 3:
+            return x
+        return ir.reshape(x, (count,) + tuple(x.shape[-2:]))
+
+    product = ir.matmul(three_d(a) if ba else cast_node(a, dt),
+                        three_d(b) if bb else cast_node(b, dt), adj_x, adj_y, (count, m, n))
+    if len(batch) != 1:
+        product = ir.reshape(product, tuple(batch) + (m, n))
+    return [cast_node(product, a.dtype)]
+
+
+MATMUL = OpDef("MatMul", _matmul_infer, _matmul_kernel, gradient=_matmul_grad,
+               lower=_lower_matmul,
                doc="Product of two matrices, optionally transposing either.")
 
 
@@ -125,6 +232,7 @@ def _batch_kernel(ctx, inputs, attrs):
 
 
 BATCH_MATMUL_V2 = OpDef("BatchMatMulV2", _batch_infer, _batch_kernel,
+                        gradient=_batch_matmul_grad, lower=_lower_batch_matmul,
                         doc="Batched matrix product; batch dims broadcast.")
 
 
@@ -160,106 +268,16 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False,
 def _complex_operand(x: Tensor, transpose: bool, adjoint: bool, batched: bool):
     """For complex `x`, do what the op's flag cannot: MatMul only transposes and
     BatchMatMulV2 only adjoints.  Returns (operand, transpose, adjoint) for the op."""
-    from .array_ops import transpose as _transpose
-
     if not batched and adjoint:
-        return _transpose(x, [1, 0], conjugate=True), False, False
+        return rearrange_ops.transpose(x, [1, 0], conjugate=True), False, False
     if batched and transpose:
         rank = x.shape.ndims
         if rank is None:
             raise ValueError(f"transpose of complex {x.name} of unknown rank: use adjoint_* "
                              "(conjugate transpose) or give the operand a known rank.")
         perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-        return _transpose(x, perm), False, False
+        return rearrange_ops.transpose(x, perm), False, False
     return x, transpose, adjoint
 
 
 OP_DEFS = (MATMUL, BATCH_MATMUL_V2)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _lower_matmul(ctx, op, inputs):
-    """A BLAS call for float32/float64 (float16 through float32, as the kernel does)."""
-    from ..compiler.core import ir
-    from ..compiler.core.ir_build import NotLowerable
-    from .lower_reduce import cast_node, compute_dtype
-
-    a, b = inputs
-    if not a.dtype.is_floating:
-        raise NotLowerable(f"MatMul on {a.dtype.name} is not compiled (BLAS is float only)")
-    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    (m, ka), (kb, n) = (a.shape[::-1] if ta else a.shape), (b.shape[::-1] if tb else b.shape)
-    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
-    dt = compute_dtype(a.dtype)
-    a, b = cast_node(a, dt), cast_node(b, dt)
-    if any(ir.is_const(d, 1) for d in (m, n, ka)):
-        product = _unit_dim_product(a, b, ta, tb, m, n, ka)
-    else:
-        product = ir.matmul(a, b, ta, tb, (m, n))
-    return [cast_node(product, inputs[0].dtype)]
-
-
-def _unit_dim_product(a, b, ta, tb, m, n, k):
-    """A product with a static size-1 dimension as loops of the compiler's own: a
-    matrix-vector or vector-matrix product (`m` or `n` is 1) is a sum over k (a row
-    reduction for `A @ x`, a column reduction for `x @ A`), an outer product (`k` is 1)
-    an elementwise multiply.  Both fuse with their neighbours, and run on every thread;
-    BLAS ran `x @ A` on one (a GEMM with one row) and `A @ x` as a GEMM of one column."""
-    from ..compiler.core import ir
-
-    i, j = ir.axis_vars(2)
-    row = ir.index(0) if ir.is_const(m, 1) else i      # a unit output axis reads index 0
-    col = ir.index(0) if ir.is_const(n, 1) else j
-    r = ir.index(0) if ir.is_const(k, 1) else ir.reduce_var(0)
-    body = ir.make(ir.Scalar.MUL, a.dtype,
-                   (ir.load(a, (r, row) if ta else (row, r)),
-                    ir.load(b, (col, r) if tb else (r, col))))
-    if ir.is_const(k, 1):
-        return ir.compute(a.dtype, (m, n), (i, j), body)
-    return ir.reduce(a.dtype, (m, n), (i, j), (r,), (k,), body, ir.Combiner.ADD)
-
-
-def _lower_batch_matmul(ctx, op, inputs):
-    """One BLAS call per matrix of the batch (a 3-D MATMUL node): leading batch dims are
-    flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
-    broadcast (a size 1 against a larger one) are not compiled."""
-    from ..compiler.core import ir
-    from ..compiler.core.ir_build import NotLowerable
-    from .lower_reduce import cast_node, compute_dtype
-
-    a, b = inputs
-    if not a.dtype.is_floating or a.dtype.is_complex:
-        raise NotLowerable(f"BatchMatMulV2 on {a.dtype.name} is not compiled (BLAS is float "
-                           "only)")
-    adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
-    ba, bb = a.shape[:-2], b.shape[:-2]
-    if ba and bb:
-        if len(ba) != len(bb) or any(ir.is_const(x, 1) != ir.is_const(y, 1)
-                                     for x, y in zip(ba, bb)):
-            raise NotLowerable("BatchMatMulV2 with broadcast batch dimensions is not compiled")
-        for x, y in zip(ba, bb):
-            ctx.check_equal(x, y, "Batch dimensions of the two operands differ")
-    batch = ba or bb
-    m, ka = a.shape[-1:-3:-1] if adj_x else a.shape[-2:]
-    kb, n = b.shape[-1:-3:-1] if adj_y else b.shape[-2:]
-    ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
-    count = ir.index(1)
-    for d in batch:
-        count = d if ir.is_const(count, 1) else ir.make(ir.Scalar.MUL, ir.INDEX, (count, d))
-    dt = compute_dtype(a.dtype)
-
-    def three_d(x):
-        x = cast_node(x, dt)
-        if len(x.shape) <= 3:
-            return x
-        return ir.reshape(x, (count,) + tuple(x.shape[-2:]))
-
-    product = ir.matmul(three_d(a) if ba else cast_node(a, dt),
-                        three_d(b) if bb else cast_node(b, dt), adj_x, adj_y, (count, m, n))
-    if len(batch) != 1:
-        product = ir.reshape(product, tuple(batch) + (m, n))
-    return [cast_node(product, a.dtype)]
-
-
-MATMUL.lower = _lower_matmul
-BATCH_MATMUL_V2.lower = _lower_batch_matmul

@@ -2,18 +2,20 @@
 
 `install()` (called once from `ops/__init__.py`) sets `+ - * / // % ** @`, unary `-`,
 `abs`, `< <= > >=`, `& | ^ ~` and `[]` on both classes.  `==` and `!=` keep identity
-semantics, as in TensorFlow 1.x graph mode, so tensors stay usable as dict keys.
+semantics, as in TensorFlow 1.x graph mode, so tensors stay usable as dict keys.  Imported
+only by `ops/__init__.py`, after every op module, so it imports the op functions by name.
 """
 
 from __future__ import annotations
 
 from ..compiler.core.graph import Tensor
+from . import math_ops, matmul_ops
+from .getitem_ops import tensor_getitem
+from .variables import Variable
 
 
 def _binary(fn_name, reflected=False):
     def method(self, other):
-        from . import math_ops, matmul_ops
-
         fn = getattr(math_ops, fn_name, None) or getattr(matmul_ops, fn_name)
         return fn(other, self) if reflected else fn(self, other)
 
@@ -23,16 +25,12 @@ def _binary(fn_name, reflected=False):
 
 def _unary(fn_name):
     def method(self):
-        from . import math_ops
-
         return getattr(math_ops, fn_name)(self)
 
     return method
 
 
 def _getitem(self, key):
-    from .slicing_ops import tensor_getitem
-
     return tensor_getitem(self, key)
 
 
@@ -47,8 +45,6 @@ _UNARY = {"neg": "negative", "abs": "abs", "invert": "logical_not"}
 
 def install():
     """Attach the operators to Tensor and Variable (idempotent)."""
-    from .variables import Variable
-
     for cls in (Tensor, Variable):
         for dunder, fn in _BINARY.items():
             setattr(cls, f"__{dunder}__", _binary(fn))

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
-from ..compiler.core.ir_build import remap
 from ..compiler.core.ir_build import NotLowerable
+from ..compiler.core.ir_build import remap
 from ..compiler.core.shapes import as_shape, unknown_shape
+from . import (math_cast, reduction_ops, reshape_ops, segment_ops, shape_ops, slicing_ops,
+               sum_to_shape)
 from . import lower_index as lx
 from .array_common import check_rank, index_tensor, runtime_error, static_ints
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
@@ -98,9 +101,79 @@ def _pad_kernel(ctx, inputs, attrs):
     return [out]
 
 
-PAD = OpDef("Pad", _pad_infer, _pad_kernel)
-PAD_V2 = OpDef("PadV2", _pad_infer, _pad_kernel)
-MIRROR_PAD = OpDef("MirrorPad", _pad_infer, _pad_kernel)
+# --- gradients --------------------------------------------------------------------------------
+
+
+def _pad_grad(op, g):
+    x, paddings = op.inputs[:2]
+    before = slicing_ops.slice(math_cast.cast(paddings, _dtypes.int32), [0, 0], [-1, 1])
+    begin = reshape_ops.reshape(before, [-1])
+    dx = slicing_ops.slice(g, begin, shape_ops.shape(x))
+    if op.op_def is PAD_V2:  # every padded element is the constant
+        return [dx, None, reduction_ops.reduce_sum(g) - reduction_ops.reduce_sum(dx)]
+    return [dx, None]
+
+
+def _scatter_back(op, g):
+    """MirrorPad and Tile only pick elements of their input (see segment_ops.scatter_back)."""
+    return segment_ops.scatter_back(op, g)
+
+
+def _broadcast_to_grad(op, g):
+    return [sum_to_shape.sum_to_shape(g, op.inputs[0]), None]
+
+
+# --- lowerings ---------------------------------------------------------------------------------
+# Constant padding selects between a (clamped) load and the pad value; mirror padding and
+# tiling fold the output index back into the input; BroadcastTo loads index 0 on size-1 dims.
+
+
+def _mirror(j, n, before: int, after: int, mode: str):
+    """The input index that output offset j (= out index - before) mirrors to."""
+    edge = 0 if mode == "REFLECT" else 1
+    if before:
+        j = lx.select(lx.lt(j, 0), lx.sub(-edge, j), j)
+    if after:
+        j = lx.select(lx.ge(j, n), lx.sub(lx.sub(lx.mul(n, 2), 2 - edge), j), j)
+    return j
+
+
+def _lower_pad(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    rank = len(x.shape)
+    pads = [[int(v) for v in row] for row in
+            ctx.static(op.inputs[1], "paddings").reshape(rank, 2)]
+    if rank == 0:
+        return [x]
+    mode = op.attrs.get("mode", "CONSTANT")
+    if mode != "CONSTANT":
+        most = {"REFLECT": 1, "SYMMETRIC": 0}[mode]
+        for k, (n, (b, a)) in enumerate(zip(x.shape, pads)):
+            lx.require(ctx, lx.le(max(b, a), lx.sub(n, most)),
+                       f"{mode} paddings must be no greater than the dimension size"
+                       f"{' minus 1' if most else ''} (dimension {k}, {op.name})")
+    shape = lx.out_shape(op.outputs[0], [lx.add(n, b + a) for n, (b, a) in zip(x.shape, pads)])
+    axes = ir.axis_vars(rank)
+    offsets = [lx.sub(i, b) for i, (b, _) in zip(axes, pads)]
+    if mode != "CONSTANT":
+        idx = [_mirror(j, n, b, a, mode) for j, n, (b, a) in zip(offsets, x.shape, pads)]
+        return [ir.compute(x.dtype, shape, axes, ir.load(x, idx))]
+    value = ir.load(inputs[2], ()) if len(inputs) == 3 else ir.const(0, x.dtype)
+    padded = [k for k, (b, a) in enumerate(pads) if b or a]
+    inside = lx.all_of(lx.all_of([lx.ge(offsets[k], 0), lx.lt(offsets[k], x.shape[k])])
+                       for k in padded)
+    idx = [lx.clamp(j, n) if k in padded else j
+           for k, (j, n) in enumerate(zip(offsets, x.shape))]
+    return [ir.compute(x.dtype, shape, axes, lx.select(inside, ir.load(x, idx), value))]
+
+
+PAD = OpDef("Pad", _pad_infer, _pad_kernel,
+            gradient=_pad_grad, lower=_lower_pad)
+PAD_V2 = OpDef("PadV2", _pad_infer, _pad_kernel,
+               gradient=_pad_grad, lower=_lower_pad)
+MIRROR_PAD = OpDef("MirrorPad", _pad_infer, _pad_kernel,
+                   gradient=_scatter_back, lower=_lower_pad)
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
@@ -158,7 +231,21 @@ def _tile_kernel(ctx, inputs, attrs):
     return [np.tile(x, reps)]
 
 
-TILE = OpDef("Tile", _tile_infer, _tile_kernel)
+def _lower_tile(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    reps = ctx.symbolic_ints(op.inputs[1])
+    if len(reps) != len(x.shape):
+        raise NotLowerable("Tile needs one multiple per dimension")
+    for m in reps:
+        lx.require(ctx, lx.ge(m, 0), f"Tile multiples must be non-negative ({op.name})")
+    shape = lx.out_shape(op.outputs[0], [lx.mul(d, m) for d, m in zip(x.shape, reps)])
+    return [remap(x, shape, lambda a: [i if ir.is_const(m, 1) else lx.mod(i, d)
+                                       for i, d, m in zip(a, x.shape, reps)])]
+
+
+TILE = OpDef("Tile", _tile_infer, _tile_kernel,
+             gradient=_scatter_back, lower=_lower_tile)
 
 
 def tile(input, multiples, name=None):
@@ -203,78 +290,6 @@ def _broadcast_to_kernel(ctx, inputs, attrs):
                                  f"shape {target}") from None
 
 
-BROADCAST_TO = OpDef("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel)
-
-
-def broadcast_to(input, shape, name=None):
-    """`input` broadcast (NumPy rules) to `shape`."""
-    x = to_tensor(input)
-    s = index_tensor(shape, "shape", graph=x.graph)
-    return make_op(BROADCAST_TO, [x, s], {}, name or "BroadcastTo").outputs[0]
-
-
-OP_DEFS = (PAD, PAD_V2, MIRROR_PAD, TILE, BROADCAST_TO)
-__all__ = ["pad", "tile", "broadcast_to"]
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-# Constant padding selects between a (clamped) load and the pad value; mirror padding and
-# tiling fold the output index back into the input; BroadcastTo loads index 0 on size-1 dims.
-
-
-def _mirror(j, n, before: int, after: int, mode: str):
-    """The input index that output offset j (= out index - before) mirrors to."""
-    edge = 0 if mode == "REFLECT" else 1
-    if before:
-        j = lx.select(lx.lt(j, 0), lx.sub(-edge, j), j)
-    if after:
-        j = lx.select(lx.ge(j, n), lx.sub(lx.sub(lx.mul(n, 2), 2 - edge), j), j)
-    return j
-
-
-def _lower_pad(ctx, op, inputs):
-    require_real(op)
-    x = inputs[0]
-    rank = len(x.shape)
-    pads = [[int(v) for v in row] for row in
-            ctx.static(op.inputs[1], "paddings").reshape(rank, 2)]
-    if rank == 0:
-        return [x]
-    mode = op.attrs.get("mode", "CONSTANT")
-    if mode != "CONSTANT":
-        most = {"REFLECT": 1, "SYMMETRIC": 0}[mode]
-        for k, (n, (b, a)) in enumerate(zip(x.shape, pads)):
-            lx.require(ctx, lx.le(max(b, a), lx.sub(n, most)),
-                       f"{mode} paddings must be no greater than the dimension size"
-                       f"{' minus 1' if most else ''} (dimension {k}, {op.name})")
-    shape = lx.out_shape(op.outputs[0], [lx.add(n, b + a) for n, (b, a) in zip(x.shape, pads)])
-    axes = ir.axis_vars(rank)
-    offsets = [lx.sub(i, b) for i, (b, _) in zip(axes, pads)]
-    if mode != "CONSTANT":
-        idx = [_mirror(j, n, b, a, mode) for j, n, (b, a) in zip(offsets, x.shape, pads)]
-        return [ir.compute(x.dtype, shape, axes, ir.load(x, idx))]
-    value = ir.load(inputs[2], ()) if len(inputs) == 3 else ir.const(0, x.dtype)
-    padded = [k for k, (b, a) in enumerate(pads) if b or a]
-    inside = lx.all_of(lx.all_of([lx.ge(offsets[k], 0), lx.lt(offsets[k], x.shape[k])])
-                       for k in padded)
-    idx = [lx.clamp(j, n) if k in padded else j
-           for k, (j, n) in enumerate(zip(offsets, x.shape))]
-    return [ir.compute(x.dtype, shape, axes, lx.select(inside, ir.load(x, idx), value))]
-
-
-def _lower_tile(ctx, op, inputs):
-    require_real(op)
-    x = inputs[0]
-    reps = ctx.symbolic_ints(op.inputs[1])
-    if len(reps) != len(x.shape):
-        raise NotLowerable("Tile needs one multiple per dimension")
-    for m in reps:
-        lx.require(ctx, lx.ge(m, 0), f"Tile multiples must be non-negative ({op.name})")
-    shape = lx.out_shape(op.outputs[0], [lx.mul(d, m) for d, m in zip(x.shape, reps)])
-    return [remap(x, shape, lambda a: [i if ir.is_const(m, 1) else lx.mod(i, d)
-                                       for i, d, m in zip(a, x.shape, reps)])]
-
-
 def _lower_broadcast_to(ctx, op, inputs):
     require_real(op)
     x = inputs[0]
@@ -302,11 +317,17 @@ def _lower_broadcast_to(ctx, op, inputs):
     return [remap(x, shape, index_fn)]
 
 
-def _attach_lowerings():
-    for op_def in (PAD, PAD_V2, MIRROR_PAD):
-        op_def.lower = _lower_pad
-    TILE.lower = _lower_tile
-    BROADCAST_TO.lower = _lower_broadcast_to
+BROADCAST_TO = OpDef("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel,
+                     gradient=_broadcast_to_grad,
+                     lower=_lower_broadcast_to)
 
 
-_attach_lowerings()
+def broadcast_to(input, shape, name=None):
+    """`input` broadcast (NumPy rules) to `shape`."""
+    x = to_tensor(input)
+    s = index_tensor(shape, "shape", graph=x.graph)
+    return make_op(BROADCAST_TO, [x, s], {}, name or "BroadcastTo").outputs[0]
+
+
+OP_DEFS = (PAD, PAD_V2, MIRROR_PAD, TILE, BROADCAST_TO)
+__all__ = ["pad", "tile", "broadcast_to"]

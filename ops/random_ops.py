@@ -20,7 +20,7 @@ from 10 random mantissa bits so they stay in [0, 1).  The numbers are not Tensor
 (its Philox stream is not reproduced); only the distributions and the seed rules are.
 
 Scaling follows TensorFlow's graphs: `random_normal` is RandomStandardNormal * stddev + mean
-(ops "mul" and the add named after the scope), `random_uniform` for floats is
+(ops "mul" and the math_binary.add named after the scope), `random_uniform` for floats is
 RandomUniform * (maxval - minval) + minval; integer uniforms are one RandomUniformInt op.
 All random ops are Trait.STATEFUL: they are never constant-folded, merged or pruned.
 """
@@ -33,6 +33,7 @@ from .. import dtypes as _dtypes
 from ..compiler.core.graph import Graph, Tensor, get_default_graph
 from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
+from . import math_binary
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_shape_from_tensor, static_value
 from .registry import OpDef, Trait
@@ -180,8 +181,6 @@ RANDOM_UNIFORM = OpDef("RandomUniform", _float_random_infer,
 
 def _scaled(op_def, fn, shape, mean, stddev, dtype, seed, name):
     """`op_def(shape) * stddev + mean` in a name scope, as TensorFlow builds it."""
-    from .math_ops import add, multiply
-
     dtype = _float_dtype(dtype, fn)
     graph = graph_for((shape, mean, stddev))
     with graph.as_default(), graph.name_scope(name or fn) as scope:
@@ -190,7 +189,7 @@ def _scaled(op_def, fn, shape, mean, stddev, dtype, seed, name):
         stddev_t = to_tensor(stddev, dtype=dtype, graph=graph, name="stddev")
         rnd = make_op(op_def, [shape_t], {"dtype": dtype, **_seed_attrs(graph, seed)},
                       op_def.name).outputs[0]
-        return add(multiply(rnd, stddev_t, name="mul"), mean_t, name=scope)
+        return math_binary.add(math_binary.multiply(rnd, stddev_t, name="mul"), mean_t, name=scope)
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed: int | None = None,
@@ -261,8 +260,6 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32,
             hi = to_tensor(maxval, dtype=dtype, graph=graph, name="max")
             return make_op(RANDOM_UNIFORM_INT, [shape_t, lo, hi], _seed_attrs(graph, seed),
                            scope).outputs[0]
-    from .math_ops import add, multiply, subtract
-
     dtype = _float_dtype(dtype, "random_uniform")
     maxval = 1 if maxval is None else maxval
     graph = graph_for((shape, minval, maxval))
@@ -272,8 +269,8 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32,
         hi = to_tensor(maxval, dtype=dtype, graph=graph, name="max")
         rnd = make_op(RANDOM_UNIFORM, [shape_t], {"dtype": dtype, **_seed_attrs(graph, seed)},
                       "RandomUniform").outputs[0]
-        scale = subtract(hi, lo, name="sub")
-        return add(multiply(rnd, scale, name="mul"), lo, name=scope)
+        scale = math_binary.subtract(hi, lo, name="sub")
+        return math_binary.add(math_binary.multiply(rnd, scale, name="mul"), lo, name=scope)
 
 
 # --- RandomShuffle ------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""Reductions over axes: Sum, Mean, Max, Min, Prod, Any, All, and ArgMax/ArgMin.
+"""Reductions over axes: Sum, Mean, Max, Min, Prod, Any, All (ArgMax/ArgMin: arg_ops.py).
 
 Public functions (TensorFlow 1.x signatures): `reduce_sum`, `reduce_mean`, `reduce_max`,
 `reduce_min`, `reduce_prod`, `reduce_any`, `reduce_all`, `reduce_logsumexp`,
-`count_nonzero`, `argmax`, `argmin`.
+`count_nonzero`.
 
 Each reduction op takes the tensor and a `reduction_indices` tensor (int32 or int64, scalar
 or vector; negative and repeated axes allowed) and has the attr `keep_dims`.  When the axes
@@ -13,8 +13,16 @@ Semantics follow TensorFlow's kernels: sums and products keep the input dtype (i
 wrap); the mean of integers is their 64-bit sum divided by the count, truncated toward
 zero (and 0 for an empty reduction); a float16 mean rounds its sum to float16 first;
 max/min of an empty reduction give the identity (-inf/+inf for floats, the dtype's min/max
-for integers); ArgMax/ArgMin skip NaNs and reject an empty reduced dimension.
-`reduce_logsumexp` and `count_nonzero` are compositions of other ops, as in TensorFlow.
+for integers).  `reduce_logsumexp` and `count_nonzero` are compositions of other ops, as
+in TensorFlow.
+
+Gradients: a reduction's gradient reshapes the output gradient to the input's rank with the
+reduced axes kept as size 1 ("kept shape") and broadcasts it back; the kept shape is a
+constant when the input shape and axes are known while building, else it is computed from
+runtime shapes (so unknown dims, keep_dims and negative or repeated reduction_indices all
+work).  Max/Min share the gradient evenly among tied extremes; Prod's gradient is exact with
+zeros in the input (no division by zero: the product of the other elements is formed from
+counts of zeros and the product of the non-zero elements).  Any and All have none.
 """
 
 from __future__ import annotations
@@ -23,16 +31,19 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Combiner
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import (fill_ops, join_ops, math_binary, math_cast, math_compare, math_division, math_unary,
+               pad_ops, reshape_ops, select_ops, shape_ops)
 from .builder import (INDEX_TYPES, NUMERIC, REALS, check_dtype, graph_for, make_op,
                       to_tensor)
 from .conversion import static_value
+from .lower_reduce import lower_mean, reduction_lowering
 from .registry import OpDef, Trait
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-           "reduce_any", "reduce_all", "reduce_logsumexp", "count_nonzero", "argmax",
-           "argmin"]
+           "reduce_any", "reduce_all", "reduce_logsumexp", "count_nonzero"]
 
 
 # --- axes -----------------------------------------------------------------------------------
@@ -87,10 +98,8 @@ def _axes_tensor(x: Tensor, axis) -> Tensor:
         rank = x.shape.ndims
         if rank is not None:
             return to_tensor(np.arange(rank, dtype=np.int32), name="reduction_indices")
-        from .array_ops import range as _range  # the rank is known only at run time
-        from .shape_ops import rank as _rank
-
-        return _range(0, _rank(x), 1, name="reduction_indices")
+        # the rank is known only at run time
+        return fill_ops.range(0, shape_ops.rank(x), 1, name="reduction_indices")
     if isinstance(axis, Tensor) or hasattr(axis, "_as_graph_tensor"):
         return to_tensor(axis)
     if isinstance(axis, (list, tuple)) and any(isinstance(a, Tensor) for a in axis):
@@ -188,23 +197,88 @@ def _reduction_kernel(fn):
     return kernel
 
 
+# --- gradients -------------------------------------------------------------------------------
+
+
+def _kept_shape(x, axes_t):
+    """x's shape with the reduced axes set to 1: a list of ints when known, else a tensor."""
+    axes = static_value(axes_t)
+    if axes is not None and x.shape.is_fully_defined():
+        dims = x.shape.as_tuple()
+        reduced = {int(a) % len(dims) for a in axes.reshape(-1)} if dims else set()
+        return [1 if i in reduced else d for i, d in enumerate(dims)]
+    if axes is not None and x.shape.ndims is not None:
+        n = x.shape.ndims
+        reduced = {int(a) % n for a in axes.reshape(-1)} if n else set()
+        x_shape = shape_ops.shape(x)
+        return join_ops.stack([1 if i in reduced else (d if d is not None else x_shape[i])
+                               for i, d in enumerate(x.shape.dims)]) if n else []
+    x_shape = shape_ops.shape(x)
+    r = shape_ops.rank(x)
+    axes_norm = math_division.floormod(
+        math_cast.cast(reshape_ops.reshape(axes_t, [-1]), _dtypes.int32), r)
+    hit = reduce_any(math_compare.equal(reshape_ops.reshape(fill_ops.range(0, r), [-1, 1]),
+                                    reshape_ops.reshape(axes_norm, [1, -1])), axis=1)
+    return select_ops.where_v2(hit, fill_ops.ones_like(x_shape), x_shape)
+
+
+def _kept(op, t):
+    """Output-shaped `t` reshaped to the kept shape (a no-op when keep_dims was set)."""
+    if op.get_attr("keep_dims"):
+        return t
+    return reshape_ops.reshape(t, _kept_shape(op.inputs[0], op.inputs[1]))
+
+
+def _sum_grad(op, g):
+    x = op.inputs[0]
+    return [pad_ops.broadcast_to(_kept(op, g), shape_ops.shape(x)), None]
+
+
+def _mean_grad(op, g):
+    x, z = op.inputs[0], op.outputs[0]
+    count = math_division.floordiv(shape_ops.size(x), math_binary.maximum(shape_ops.size(z), 1))
+    return [math_division.truediv(_sum_grad(op, g)[0], math_cast.cast(count, x.dtype)), None]
+
+
+def _prod_grad(op, g):
+    x, axes = op.inputs
+    where, ones_like = select_ops.where_v2, fill_ops.ones_like
+    is_zero = math_compare.equal(x, fill_ops.zeros_like(x))
+    zeros = reduce_sum(math_cast.cast(is_zero, x.dtype), axes, keepdims=True)
+    nonzero_prod = reduce_prod(where(is_zero, ones_like(x), x), axes, keepdims=True)
+    none = fill_ops.zeros_like(nonzero_prod)
+    # d prod / d x_i = product of the other elements: nonzero_prod / x_i if no zero, the
+    # nonzero product at the single zero, and 0 wherever there are other zeros.
+    at_zero = where(math_compare.equal(zeros, 1.0), nonzero_prod, none)
+    elsewhere = where(math_compare.equal(zeros, 0.0), nonzero_prod, none) / where(
+        is_zero, ones_like(x), x)
+    return [_kept(op, g) * where(is_zero, at_zero, elsewhere), None]
+
+
+def _extreme_grad(op, g):
+    x, axes = op.inputs
+    hits = math_cast.cast(math_compare.equal(x, _kept(op, op.outputs[0])), x.dtype)
+    ties = reduce_sum(hits, axes, keepdims=True)
+    return [_kept(op, g) * hits / ties, None]
+
+
 _BOOL = (_dtypes.bool_,)
 
-# (op type, allowed dtypes, reduction)
+# (op type, allowed dtypes, reduction, gradient, lowering)
 _REDUCTIONS = (
-    ("Sum", NUMERIC, _sum),
-    ("Mean", NUMERIC, _mean),
-    ("Prod", NUMERIC, _prod),
-    ("Max", REALS, _max),
-    ("Min", REALS, _min),
-    ("Any", _BOOL, _any),
-    ("All", _BOOL, _all),
+    ("Sum", NUMERIC, _sum, _sum_grad, reduction_lowering(Combiner.ADD)),
+    ("Mean", NUMERIC, _mean, _mean_grad, lower_mean),
+    ("Prod", NUMERIC, _prod, _prod_grad, reduction_lowering(Combiner.MUL)),
+    ("Max", REALS, _max, _extreme_grad, reduction_lowering(Combiner.MAX)),
+    ("Min", REALS, _min, _extreme_grad, reduction_lowering(Combiner.MIN)),
+    ("Any", _BOOL, _any, None, reduction_lowering(Combiner.OR)),
+    ("All", _BOOL, _all, None, reduction_lowering(Combiner.AND)),
 )
 
 SUM, MEAN, PROD, MAX, MIN, ANY, ALL = (
     OpDef(name, _reduction_infer(allowed), _reduction_kernel(fn), traits={Trait.REDUCTION},
-          doc=f"{name} of `input` over `reduction_indices`.")
-    for name, allowed, fn in _REDUCTIONS)
+          gradient=gradient, lower=lower, doc=f"{name} of `input` over `reduction_indices`.")
+    for name, allowed, fn, gradient, lower in _REDUCTIONS)
 
 
 def _reduce(op_def, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
@@ -266,27 +340,23 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None,
     A composition (as in TensorFlow): the max is taken with keepdims, replaced by 0 where
     it is not finite (so rows of -inf give -inf rather than NaN), subtracted, and added back.
     """
-    from . import math_ops
-    from .array_ops import zeros_like
-
     axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
     keepdims = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
     graph = graph_for((input_tensor, axis))
     with graph.as_default(), graph.name_scope(name or "ReduceLogSumExp"):
         x = to_tensor(input_tensor, name="input_tensor")
         raw_max = reduce_max(x, axis, keepdims=True)
-        shift = math_ops.where(math_ops.is_finite(raw_max), raw_max, zeros_like(raw_max))
-        summed = reduce_sum(math_ops.exp(math_ops.subtract(x, shift)), axis, keepdims=keepdims)
+        shift = select_ops.where(math_unary.is_finite(raw_max), raw_max,
+                               fill_ops.zeros_like(raw_max))
+        summed = reduce_sum(math_unary.exp(math_binary.subtract(x, shift)), axis, keepdims=keepdims)
         if not keepdims:
             shift = reduce_max(shift, axis, keepdims=False)  # drop the kept axes
-        return math_ops.add(math_ops.log(summed), shift)
+        return math_binary.add(math_unary.log(summed), shift)
 
 
 def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=_dtypes.int64, name=None,
                   reduction_indices=None, keep_dims=None, input=None) -> Tensor:
     """The number of non-zero (or True) elements over `axis`, as `dtype` (int64 default)."""
-    from . import math_ops
-
     input_tensor = _deprecated_alias("input_tensor", input_tensor, "input", input)
     axis = _deprecated_alias("axis", axis, "reduction_indices", reduction_indices)
     keepdims = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
@@ -294,107 +364,9 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=_dtypes.int
     with graph.as_default(), graph.name_scope(name or "count_nonzero"):
         x = to_tensor(input_tensor, name="input_tensor")
         zero = to_tensor(np.zeros((), x.dtype.np_dtype), name="zero")
-        nonzero = math_ops.cast(math_ops.not_equal(x, zero), _dtypes.int64)
+        nonzero = math_cast.cast(math_compare.not_equal(x, zero), _dtypes.int64)
         counts = reduce_sum(nonzero, axis, keepdims=keepdims)
-        return math_ops.cast(counts, dtype)
+        return math_cast.cast(counts, dtype)
 
 
-# --- ArgMax / ArgMin ------------------------------------------------------------------------
-
-
-def _arg_infer(op):
-    x, dim_t = op.inputs
-    check_dtype(x, (*REALS, _dtypes.bool_), "input")
-    check_dtype(dim_t, INDEX_TYPES, "dimension")
-    out_type = op.get_attr("output_type")
-    if out_type not in INDEX_TYPES:
-        raise TypeError(f"output_type must be int32 or int64, got {out_type.name}.")
-    if dim_t.shape.ndims not in (None, 0):
-        raise ValueError(f"dimension must be a scalar, but has shape {dim_t.shape}.")
-    rank = x.shape.ndims
-    if rank is None:
-        return [(out_type, unknown_shape())]
-    if rank == 0:
-        raise ValueError("Cannot take the arg max/min of a scalar: the input needs at least "
-                         "one dimension.")
-    dim = static_value(dim_t)
-    if dim is None:
-        return [(out_type, unknown_shape(rank - 1))]
-    axis = _normalize_axis(int(dim), rank, "dimension")
-    return [(out_type, TensorShape(x.shape.dims[:axis] + x.shape.dims[axis + 1:]))]
-
-
-def _arg_kernel(find_max: bool):
-    def kernel(ctx, inputs, attrs):
-        x, dim = inputs
-        op = ctx.op if ctx else None
-        if x.ndim == 0:
-            raise InvalidArgumentError(None, op, "Expected a dimension in the range [0, 0): "
-                                                 "the input is a scalar.")
-        d = int(dim)
-        if not -x.ndim <= d < x.ndim:
-            raise InvalidArgumentError(None, op, f"Expected dimension in the range "
-                                                 f"[{-x.ndim}, {x.ndim}), but got {d}.")
-        d %= x.ndim
-        if x.shape[d] == 0:
-            raise InvalidArgumentError(None, op, f"Reduction axis {d} is empty in shape "
-                                                 f"{list(x.shape)}.")
-        if x.dtype.kind == "f":  # TensorFlow's kernels never pick a NaN over a number
-            x = np.where(np.isnan(x), -np.inf if find_max else np.inf, x)
-        index = np.argmax(x, axis=d) if find_max else np.argmin(x, axis=d)
-        return [np.asarray(index, dtype=attrs["output_type"].np_dtype)]
-
-    return kernel
-
-
-ARG_MAX = OpDef("ArgMax", _arg_infer, _arg_kernel(True), traits={Trait.REDUCTION},
-                doc="Index of the largest value along `dimension`.")
-ARG_MIN = OpDef("ArgMin", _arg_infer, _arg_kernel(False), traits={Trait.REDUCTION},
-                doc="Index of the smallest value along `dimension`.")
-
-
-def _arg(op_def, input, axis, name, dimension, output_type):
-    axis = _deprecated_alias("axis", axis, "dimension", dimension)
-    if axis is None:
-        axis = 0  # TensorFlow 1.x's default
-    if not (isinstance(axis, Tensor) or hasattr(axis, "_as_graph_tensor")):
-        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-            raise TypeError(f"axis must be an int or a scalar integer tensor, got {axis!r}.")
-    graph = graph_for((input, axis))
-    with graph.as_default(), graph.name_scope(name or op_def.default_name) as scope:
-        x = to_tensor(input, name="input")
-        dim = to_tensor(axis, dtype=None if isinstance(axis, Tensor) else _dtypes.int32,
-                        name="dimension")
-        return make_op(op_def, [x, dim], {"output_type": _dtypes.as_dtype(output_type)},
-                       name=scope).outputs[0]
-
-
-def argmax(input, axis=None, name=None, dimension=None,
-           output_type=_dtypes.int64) -> Tensor:
-    """Index of the largest value along `axis` (0 when None, as in TensorFlow 1.x)."""
-    return _arg(ARG_MAX, input, axis, name, dimension, output_type)
-
-
-def argmin(input, axis=None, name=None, dimension=None,
-           output_type=_dtypes.int64) -> Tensor:
-    """Index of the smallest value along `axis` (0 when None, as in TensorFlow 1.x)."""
-    return _arg(ARG_MIN, input, axis, name, dimension, output_type)
-
-
-OP_DEFS = (SUM, MEAN, PROD, MAX, MIN, ANY, ALL, ARG_MAX, ARG_MIN)
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-def _attach_lowerings():
-    from ..compiler.core.ir import Combiner
-    from .lower_reduce import arg_lowering, lower_mean, reduction_lowering
-
-    for op_def, combiner in ((SUM, Combiner.ADD), (PROD, Combiner.MUL), (MAX, Combiner.MAX),
-                             (MIN, Combiner.MIN), (ANY, Combiner.OR), (ALL, Combiner.AND)):
-        op_def.lower = reduction_lowering(combiner)
-    MEAN.lower = lower_mean
-    ARG_MAX.lower = arg_lowering(Combiner.ARGMAX)
-    ARG_MIN.lower = arg_lowering(Combiner.ARGMIN)
-
-
-_attach_lowerings()
+OP_DEFS = (SUM, MEAN, PROD, MAX, MIN, ANY, ALL)

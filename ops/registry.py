@@ -1,9 +1,12 @@
 """The op registry: `OpDef`, `Trait`, and the one table from op type name to definition.
 
 An `OpDef` is the single definition of an op: its TensorFlow type name, traits that passes
-must respect, shape/dtype inference, the NumPy reference kernel that *is* its semantics, and
-the slots later layers fill (gradient, lowering).  Op modules build OpDefs and list them in
-a module-level `OP_DEFS`; `ops/__init__.py` registers every module's list in one place.
+must respect, shape/dtype inference, the NumPy reference kernel that *is* its semantics, its
+gradient and its lowering into the kernel IR.  All of them are given to the constructor, in
+the op's own module, and an OpDef is frozen: nothing changes a definition after it is made
+(docs/architecture.md, "A new op"); code that needs a variant makes a new one with
+`dataclasses.replace`.  Op modules list their OpDefs in a module-level `OP_DEFS`;
+`ops/__init__.py` registers every module's list in one place.
 
 Contracts:
 - `infer(op) -> [(dtype, shape), ...]`, one pair per output.  `op` is the Operation being
@@ -12,6 +15,10 @@ Contracts:
 - `kernel(ctx, inputs, attrs) -> sequence of outputs` (NumPy arrays, or runtime values such
   as variable references).  Inputs listed in `ref_inputs` arrive as the producer's raw value
   (e.g. a `VariableRef`); all others arrive as NumPy arrays.  Kernels must not mutate inputs.
+- `gradient(op, *output_grads) -> [input grads]` (None where an input has no gradient),
+  written with the public op functions; `gradient=None`: the op is not differentiable.
+- `lower(ctx, op, inputs) -> [IR nodes]` (compiler/core/ir.py, ir_build.py), raising
+  `NotLowerable` for forms it cannot compile; `lower=None`: the op never compiles.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 from typing import Callable
+
+from ..errors import NotFoundError
 
 
 class Trait(enum.Enum):
@@ -35,9 +44,10 @@ class Trait(enum.Enum):
     BLOCKING = enum.auto()        # may wait on other ops or threads (queues): own pool thread
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, frozen=True)
 class OpDef:
-    """One op's complete definition; identity is the key (one object per op type)."""
+    """One op's complete, immutable definition; identity is the key (one object per op
+    type)."""
 
     name: str
     infer: Callable
@@ -50,10 +60,11 @@ class OpDef:
     doc: str = ""
 
     def __post_init__(self):
-        self.traits = frozenset(self.traits)
-        self.ref_inputs = frozenset(self.ref_inputs)
+        # frozen: normalize the fields once, here, through object.__setattr__
+        object.__setattr__(self, "traits", frozenset(self.traits))
+        object.__setattr__(self, "ref_inputs", frozenset(self.ref_inputs))
         if self.default_name is None:
-            self.default_name = self.name
+            object.__setattr__(self, "default_name", self.name)
 
     def has(self, trait: Trait) -> bool:
         return trait in self.traits
@@ -82,8 +93,6 @@ def lookup(name: str) -> OpDef:
     """The definition of op type `name`; NotFoundError if flowjit has no such op."""
     op_def = _REGISTRY.get(name)
     if op_def is None:
-        from ..errors import NotFoundError
-
         raise NotFoundError(None, None, f"Op type not registered: '{name}'. flowjit knows "
                                         f"{len(_REGISTRY)} op types; see flowjit.ops.registry.")
     return op_def

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.core import ir
-from ..compiler.core.ir_build import remap
 from ..compiler.core.ir_build import NotLowerable
+from ..compiler.core.ir_build import remap
 from . import lower_index as lx
+from . import shape_ops
 from .array_common import check_rank, describe_dims, index_tensor, runtime_error, static_ints
 from .builder import INDEX_TYPES, check_dtype, make_op, to_tensor
 from .conversion import static_shape_from_tensor
@@ -81,18 +82,9 @@ def _reshape_kernel(ctx, inputs, attrs):
     return [x.reshape(out)]
 
 
-RESHAPE = OpDef("Reshape", _reshape_infer, _reshape_kernel)
-
-
-def reshape(tensor, shape, name=None):
-    """`tensor`'s elements in a new `shape` (a list, TensorShape or 1-D int tensor; one -1)."""
-    t = to_tensor(tensor)
-    s = index_tensor(shape, "shape", graph=t.graph)
-    return make_op(RESHAPE, [t, s], {}, name or "Reshape").outputs[0]
-
-
-OP_DEFS = (RESHAPE,)
-__all__ = ["reshape"]
+def _reshape_grad(op, g):
+    """The gradient keeps the elements in order: reshaped back to the input's shape."""
+    return [reshape(g, shape_ops.shape(op.inputs[0])), None]
 
 
 # --- lowering to kernel IR ----------------------------------------------------------------------
@@ -147,4 +139,16 @@ def _lower_reshape(ctx, op, inputs):
     return [ir.reshape(x, shape)]
 
 
-RESHAPE.lower = _lower_reshape
+RESHAPE = OpDef("Reshape", _reshape_infer, _reshape_kernel, gradient=_reshape_grad,
+               lower=_lower_reshape)
+
+
+def reshape(tensor, shape, name=None):
+    """`tensor`'s elements in a new `shape` (a list, TensorShape or 1-D int tensor; one -1)."""
+    t = to_tensor(tensor)
+    s = index_tensor(shape, "shape", graph=t.graph)
+    return make_op(RESHAPE, [t, s], {}, name or "Reshape").outputs[0]
+
+
+OP_DEFS = (RESHAPE,)
+__all__ = ["reshape"]

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
+from .fill_ops import zeros_like
+from .gather_ops import _guarded, _index_check, gather_nd
 from .registry import OpDef
 
 __all__ = ["tensor_scatter_nd_update"]
@@ -65,7 +70,28 @@ def _kernel(ctx, inputs, attrs):
     return [out]
 
 
-TENSOR_SCATTER_UPDATE = OpDef("TensorScatterUpdate", _infer, _kernel,
+def _gradient(op, grad):
+    _, indices, updates = op.inputs
+    return [tensor_scatter_nd_update(grad, indices, zeros_like(updates)), None,
+            gather_nd(grad, indices)]
+
+
+def _lower(ctx, op, inputs):
+    """Row scatter (indices of shape [k, 1]) as SCATTER; anything else stays a runtime op."""
+    tensor, indices, updates = inputs
+    if len(indices.shape) != 2 or not ir.is_const(indices.shape[1], 1) or not tensor.shape:
+        raise NotLowerable("TensorScatterUpdate is compiled for row indices of shape [k, 1]")
+    limit = tensor.shape[0]
+    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
+                        f"{op.name}: an index does not index into the tensor's first axis")
+    axes = ir.axis_vars(1)
+    row = lx.index(ir.load(indices, [axes[0], ir.index(0)]))
+    rows = ir.compute(ir.INDEX, [indices.shape[0]], axes, _guarded(flag, row, limit))
+    return [ir.scatter_rows(tensor, rows, updates)]
+
+
+TENSOR_SCATTER_UPDATE = OpDef("TensorScatterUpdate", _infer, _kernel, gradient=_gradient,
+                              lower=_lower,
                               doc="tensor with tensor[indices[i]] = updates[i] (last wins).")
 
 
@@ -79,35 +105,4 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None) -> Tensor:
                    graph=graph).outputs[0]
 
 
-def _gradient(op, grad):
-    from .gather_ops import gather_nd
-    from .fill_ops import zeros_like
-
-    _, indices, updates = op.inputs
-    return [tensor_scatter_nd_update(grad, indices, zeros_like(updates)), None,
-            gather_nd(grad, indices)]
-
-
-def _lower(ctx, op, inputs):
-    """Row scatter (indices of shape [k, 1]) as SCATTER; anything else stays a runtime op."""
-    from ..compiler.core import ir
-    from ..compiler.core.ir_build import NotLowerable
-    from . import lower_index as lx
-    from .gather_ops import _guarded, _index_check
-
-    tensor, indices, updates = inputs
-    if len(indices.shape) != 2 or not ir.is_const(indices.shape[1], 1) or not tensor.shape:
-        raise NotLowerable("TensorScatterUpdate is compiled for row indices of shape [k, 1]")
-    limit = tensor.shape[0]
-    flag = _index_check(ctx, indices, lambda v, r: lx.all_of([lx.ge(v, 0), lx.lt(v, limit)]),
-                        f"{op.name}: an index does not index into the tensor's first axis")
-    axes = ir.axis_vars(1)
-    row = lx.index(ir.load(indices, [axes[0], ir.index(0)]))
-    rows = ir.compute(ir.INDEX, [indices.shape[0]], axes, _guarded(flag, row, limit))
-    return [ir.scatter_rows(tensor, rows, updates)]
-
-
-TENSOR_SCATTER_UPDATE.lower = _lower
-
 OP_DEFS = (TENSOR_SCATTER_UPDATE,)
-GRADIENTS = ((TENSOR_SCATTER_UPDATE, _gradient),)

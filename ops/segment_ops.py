@@ -3,9 +3,16 @@
 `output[j, ...] = sum of data[i..., ...] over the index tuples i with segment_ids[i...] == j`;
 the output has shape [num_segments] + data.shape[segment_ids.rank:].  As in TensorFlow, a
 negative id drops its row and an id >= num_segments is an InvalidArgumentError.  It is
-the scatter-add that the gradients of gathers and slices use (ops/array_grad.py).  No
-lowering: it runs as a runtime op with its NumPy kernel.  Its gradient (a gather) lives in
-ops/array_grad.py.
+the scatter-add that the gradients of gathers and slices use (`scatter_back`).  No
+lowering: it runs as a runtime op with its NumPy kernel.  Its gradient is a gather of the
+output gradient at the ids (rows with a negative id get 0).
+
+`scatter_back(op, g)` is the gradient of every op that only picks (and maybe repeats)
+elements of its first input (StridedSlice, Tile, MirrorPad, GatherNd, gathers along a
+non-leading axis): the same op is applied to the int32 positions 0..size(x)-1 laid out in
+x's shape, which says where each output element came from, and the output gradient is
+scatter-added back into those positions.  This is exact for every mask combination and for
+repeated picks.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from .. import dtypes as _dtypes
 from ..compiler.core.graph import Tensor
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
+from . import fill_ops, gather_ops, join_ops, math_cast, reshape_ops, select_ops, shape_ops
 from .builder import INDEX_TYPES, NUMERIC, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_value
 from .registry import OpDef
@@ -64,7 +72,16 @@ def _segment_kernel(ctx, inputs, attrs):
     return [out.astype(data.dtype, copy=False)]
 
 
+def _unsorted_segment_sum_grad(op, g):
+    data, ids, num = op.inputs
+    # Rows with a negative id were dropped: read them from an extra row of zeros.
+    zero_row = fill_ops.zeros(join_ops.concat([[1], shape_ops.shape(g)[1:]], 0), dtype=g.dtype)
+    safe = select_ops.where_v2(ids < 0, math_cast.cast(num, ids.dtype), ids)
+    return [gather_ops.gather(join_ops.concat([g, zero_row], 0), safe), None, None]
+
+
 UNSORTED_SEGMENT_SUM = OpDef("UnsortedSegmentSum", _segment_infer, _segment_kernel,
+                             gradient=_unsorted_segment_sum_grad,
                              doc="sums of data's rows grouped by segment_ids (a scatter-add)")
 
 
@@ -80,6 +97,17 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
                     preferred_dtype=_dtypes.int32)
     return make_op(UNSORTED_SEGMENT_SUM, [data, ids, num], {},
                    name or "UnsortedSegmentSum").outputs[0]
+
+
+def scatter_back(op, g):
+    """The gradient of an op that selects elements of its first input (see the docstring)."""
+    x = op.inputs[0]
+    n = shape_ops.size(x)
+    positions = make_op(op.op_def, [reshape_ops.reshape(fill_ops.range(0, n), shape_ops.shape(x)),
+                                    *op.inputs[1:]], op.attrs).outputs[0]
+    summed = unsorted_segment_sum(reshape_ops.reshape(g, [-1]),
+                                  reshape_ops.reshape(positions, [-1]), n)
+    return [reshape_ops.reshape(summed, shape_ops.shape(x))] + [None] * (len(op.inputs) - 1)
 
 
 OP_DEFS = (UNSORTED_SEGMENT_SUM,)

@@ -19,6 +19,33 @@ from .builder import INDEX_TYPES, graph_for, make_op, to_tensor
 from .registry import OpDef, Trait
 
 
+# --- lowerings to kernel IR ---------------------------------------------------------------------
+# COMPUTE nodes over the input's size Exprs (constants or runtime DIMs): no data is read.
+
+
+def _size_vector(node, dtype):
+    dims = [ir.make(ir.Scalar.CAST, dtype, (lx.index(d),)) for d in node.shape]
+    body = lx.choose(ir.axis_var(0), dims) if dims else ir.const(0, dtype)
+    return ir.compute(dtype, [ir.index(len(dims))], ir.axis_vars(1), body)
+
+
+def _lower_shape(ctx, op, inputs):
+    require_real(op)
+    return [_size_vector(x, t.dtype) for x, t in zip(inputs, op.outputs)]
+
+
+def _lower_size(ctx, op, inputs):
+    require_real(op)
+    dtype = op.outputs[0].dtype
+    return [ir.compute(dtype, [], [], ir.make(ir.Scalar.CAST, dtype,
+                                              (lx.product(inputs[0].shape),)))]
+
+
+def _lower_rank(ctx, op, inputs):
+    require_real(op)
+    return [ir.compute(_dtypes.int32, [], [], ir.const(len(inputs[0].shape), _dtypes.int32))]
+
+
 def _out_type(out_type):
     dtype = _dtypes.as_dtype(out_type)
     if dtype not in INDEX_TYPES:
@@ -36,8 +63,10 @@ def _shape_kernel(ctx, inputs, attrs):
     return [np.array(x.shape, dtype=dtype) for x in inputs]
 
 
-SHAPE = OpDef("Shape", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY})
-SHAPE_N = OpDef("ShapeN", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY})
+SHAPE = OpDef("Shape", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY},
+              lower=_lower_shape)
+SHAPE_N = OpDef("ShapeN", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY},
+                lower=_lower_shape)
 
 
 def shape(input, name=None, out_type=_dtypes.int32):
@@ -66,7 +95,8 @@ def _size_kernel(ctx, inputs, attrs):
     return [np.array(inputs[0].size, dtype=attrs["out_type"].np_dtype)]
 
 
-SIZE = OpDef("Size", _size_infer, _size_kernel, traits={Trait.SHAPE_ONLY})
+SIZE = OpDef("Size", _size_infer, _size_kernel, traits={Trait.SHAPE_ONLY},
+             lower=_lower_size)
 
 
 def size(input, name=None, out_type=_dtypes.int32):
@@ -83,7 +113,8 @@ def _rank_kernel(ctx, inputs, attrs):
     return [np.array(inputs[0].ndim, dtype=np.int32)]
 
 
-RANK = OpDef("Rank", _rank_infer, _rank_kernel, traits={Trait.SHAPE_ONLY})
+RANK = OpDef("Rank", _rank_infer, _rank_kernel, traits={Trait.SHAPE_ONLY},
+             lower=_lower_rank)
 
 
 def rank(input, name=None):
@@ -94,40 +125,3 @@ def rank(input, name=None):
 
 OP_DEFS = (SHAPE, SHAPE_N, SIZE, RANK)
 __all__ = ["shape", "shape_n", "size", "rank"]
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-# COMPUTE nodes over the input's size Exprs (constants or runtime DIMs): no data is read.
-
-
-def _size_vector(node, dtype):
-    dims = [ir.make(ir.Scalar.CAST, dtype, (lx.index(d),)) for d in node.shape]
-    body = lx.choose(ir.axis_var(0), dims) if dims else ir.const(0, dtype)
-    return ir.compute(dtype, [ir.index(len(dims))], ir.axis_vars(1), body)
-
-
-def _lower_shape(ctx, op, inputs):
-    require_real(op)
-    return [_size_vector(x, t.dtype) for x, t in zip(inputs, op.outputs)]
-
-
-def _lower_size(ctx, op, inputs):
-    require_real(op)
-    dtype = op.outputs[0].dtype
-    return [ir.compute(dtype, [], [], ir.make(ir.Scalar.CAST, dtype,
-                                              (lx.product(inputs[0].shape),)))]
-
-
-def _lower_rank(ctx, op, inputs):
-    require_real(op)
-    return [ir.compute(_dtypes.int32, [], [], ir.const(len(inputs[0].shape), _dtypes.int32))]
-
-
-def _attach_lowerings():
-    SHAPE.lower = _lower_shape
-    SHAPE_N.lower = _lower_shape
-    SIZE.lower = _lower_size
-    RANK.lower = _lower_rank
-
-
-_attach_lowerings()

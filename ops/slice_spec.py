@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import lower_index as lx
+
 NEW_AXIS = "new_axis"  # a layout entry that is not an input dimension
 
 
@@ -144,8 +146,6 @@ def output_dims(input_dims, begin, end, strides, masks: dict):
 
 def _canonical_expr(x, masked: bool, is_begin: bool, dim, stride: int):
     """`_canonical` for a static bound `x` and a runtime size `dim` (an int64 Expr)."""
-    from . import lower_index as lx
-
     lo, hi = (0, dim) if stride > 0 else (-1, lx.sub(dim, 1))
     if masked:
         return lx.index(lo if (stride > 0) == is_begin else hi)
@@ -157,8 +157,6 @@ def dim_bounds_expr(dim, spec: DimSpec, index: int):
     """(begin, size, stride, in_bounds) like `dim_bounds` for static begin/end/stride and a
     runtime size `dim` (Expr): begin and size are Exprs, and `in_bounds` is a bool Expr that
     must hold at run time (a shrink index inside the dimension; True otherwise)."""
-    from . import lower_index as lx
-
     stride = spec.stride
     if stride == 0:
         raise ValueError(f"strides[{index}] must be non-zero")

@@ -19,10 +19,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import unknown_shape
-from . import fill_ops, math_unary, reduction_ops, reshape_ops, segment_ops, shape_ops
+from . import fill_ops, reduction_ops, reshape_ops, segment_ops, shape_ops
+from .array_ops import transpose
+from .bitwise_ops import invert
 from .builder import REALS, check_dtype, graph_for, make_op, to_tensor
+from .math_cast import cast
+from .math_unary import negative
 from .registry import OpDef
 
 __all__ = ["sort", "argsort"]
@@ -40,11 +46,38 @@ def _infer(out_dtype):
     return infer
 
 
+# --- gradient ----------------------------------------------------------------------------------
+def _sort_grad(op, grad):
+    x = op.inputs[0]
+    shape = shape_ops.shape(x, out_type=_dtypes.int64)
+    n = shape[-1]
+    total = reduction_ops.reduce_prod(shape)
+    positions = make_op(ARG_SORT, [x], {}).outputs[0]
+    zero = cast(0, _dtypes.int64)
+    row_start = reshape_ops.reshape(fill_ops.range(zero, total, n), [-1, 1])
+    flat_ids = reshape_ops.reshape(reshape_ops.reshape(positions, [-1, n]) + row_start, [-1])
+    flat = segment_ops.unsorted_segment_sum(reshape_ops.reshape(grad, [-1]), flat_ids, total)
+    return [reshape_ops.reshape(flat, shape)]
+
+
+# --- lowerings to kernel IR --------------------------------------------------------------------
+def _lowering(routine_name: str):
+    def lower(ctx, op, inputs):
+        (x,) = inputs
+        if op.inputs[0].dtype.is_bool or not x.shape:
+            raise NotLowerable(f"{op.type} of bool values or of a scalar is not compiled")
+        return [ir.libcall(ir.Routine[routine_name], [x], op.outputs[0].dtype, x.shape)]
+
+    return lower
+
+
 SORT = OpDef("Sort", _infer(None), lambda ctx, inputs, attrs: [np.sort(inputs[0], axis=-1)],
+             gradient=_sort_grad, lower=_lowering("SORT"),
              doc="each row of the last axis sorted ascending, NaNs last")
 ARG_SORT = OpDef("ArgSort", _infer(_dtypes.int64),
                  lambda ctx, inputs, attrs: [np.argsort(inputs[0], axis=-1, kind="stable")
                                              .astype(np.int64)],
+                 lower=_lowering("ARGSORT"),
                  doc="int64 positions sorting each row of the last axis (stable)")
 
 OP_DEFS = (SORT, ARG_SORT)
@@ -68,10 +101,6 @@ def _last_axis_moves(x: Tensor, axis: int):
 
 
 def _sorted(op_def, values, axis, descending, name):
-    from .array_ops import transpose
-    from .bitwise_ops import invert
-    from .math_ops import negative
-
     graph = graph_for((values,))
     x = to_tensor(values, graph=graph, name="values")
     perm, _ = _last_axis_moves(x, axis)
@@ -104,8 +133,6 @@ def sort(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
 def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None) -> Tensor:
     """int32 positions that sort `values` along `axis`, as TensorFlow's; always stable (ties
     keep their order)."""
-    from .math_unary import cast
-
     positions = sort_positions(values, axis, direction, name)
     with positions.graph.as_default():
         return cast(positions, "int32")
@@ -115,38 +142,3 @@ def sort_positions(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
     """int64 positions that sort `values` along `axis`, stably (the ArgSort op's output;
     NumPy's np.argsort traces onto it)."""
     return _sorted(ARG_SORT, values, axis, _direction(direction), name)
-
-
-# --- gradient ----------------------------------------------------------------------------------
-def _sort_grad(op, grad):
-    x = op.inputs[0]
-    shape = shape_ops.shape(x, out_type=_dtypes.int64)
-    n = shape[-1]
-    total = reduction_ops.reduce_prod(shape)
-    positions = make_op(ARG_SORT, [x], {}).outputs[0]
-    zero = math_unary.cast(0, _dtypes.int64)
-    row_start = reshape_ops.reshape(fill_ops.range(zero, total, n), [-1, 1])
-    flat_ids = reshape_ops.reshape(reshape_ops.reshape(positions, [-1, n]) + row_start, [-1])
-    flat = segment_ops.unsorted_segment_sum(reshape_ops.reshape(grad, [-1]), flat_ids, total)
-    return [reshape_ops.reshape(flat, shape)]
-
-
-GRADIENTS = ((SORT, _sort_grad),)
-
-
-# --- lowerings to kernel IR --------------------------------------------------------------------
-def _lowering(routine_name: str):
-    def lower(ctx, op, inputs):
-        from ..compiler.core import ir
-        from ..compiler.core.ir_build import NotLowerable
-
-        (x,) = inputs
-        if op.inputs[0].dtype.is_bool or not x.shape:
-            raise NotLowerable(f"{op.type} of bool values or of a scalar is not compiled")
-        return [ir.libcall(ir.Routine[routine_name], [x], op.outputs[0].dtype, x.shape)]
-
-    return lower
-
-
-SORT.lower = _lowering("SORT")
-ARG_SORT.lower = _lowering("ARGSORT")

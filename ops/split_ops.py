@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.core import ir
-from ..compiler.core.ir_build import remap
 from ..compiler.core.ir_build import NotLowerable
+from ..compiler.core.ir_build import remap
 from ..compiler.core.shapes import Dimension, unknown_shape
+from . import join_ops
 from . import lower_index as lx
 from .array_common import (check_rank, index_tensor, normalize_axis, runtime_error, static_int,
                            static_ints)
@@ -51,7 +52,44 @@ def _split_kernel(ctx, inputs, attrs):
     return list(np.split(x, num, axis=axis))
 
 
-SPLIT = OpDef("Split", _split_infer, _split_kernel, default_name="split")
+# --- gradients --------------------------------------------------------------------------------
+
+
+def _split_grad(op, *grads):
+    return [None, join_ops.concat(list(grads), op.inputs[0])]
+
+
+def _split_v_grad(op, *grads):
+    return [join_ops.concat(list(grads), op.inputs[2]), None, None]
+
+
+# --- lowerings ---------------------------------------------------------------------------------
+def _split_pieces(x, axis, starts, sizes, outputs):
+    """One remap per piece: out_k[i] = x[i + starts[k] along axis]."""
+    out = []
+    for start, size, t in zip(starts, sizes, outputs):
+        dims = list(x.shape)
+        dims[axis] = size
+        out.append(remap(x, lx.out_shape(t, dims), lambda a, s=start: [
+            lx.add(v, s) if k == axis else v for k, v in enumerate(a)]))
+    return out
+
+
+def _lower_split(ctx, op, inputs):
+    require_real(op)
+    x = inputs[1]
+    num = op.get_attr("num_split")
+    axis = lx.static_axis(ctx, op.inputs[0], len(x.shape), "split_dim")
+    n = x.shape[axis]
+    lx.require(ctx, lx.eq(lx.mod(n, num), 0), f"Number of ways to split should evenly divide "
+                                              f"the split dimension ({num} ways, axis {axis})")
+    piece = lx.floordiv(n, num)
+    return _split_pieces(x, axis, [lx.mul(piece, k) for k in range(num)], [piece] * num,
+                         op.outputs)
+
+
+SPLIT = OpDef("Split", _split_infer, _split_kernel, default_name="split",
+              gradient=_split_grad, lower=_lower_split)
 
 
 def resolve_split_sizes(sizes, total, fail):
@@ -111,7 +149,29 @@ def _split_v_kernel(ctx, inputs, attrs):
     return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
 
-SPLIT_V = OpDef("SplitV", _split_v_infer, _split_v_kernel, default_name="split")
+def _lower_split_v(ctx, op, inputs):
+    require_real(op)
+    x = inputs[0]
+    axis = lx.static_axis(ctx, op.inputs[2], len(x.shape), "split_dim")
+    sizes = ctx.symbolic_ints(op.inputs[1])
+    free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]
+    known = [s for k, s in enumerate(sizes) if k not in free]
+    if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
+        raise NotLowerable("SplitV sizes must be non-negative sizes and at most one -1")
+    n = x.shape[axis]
+    if free:
+        sizes[free[0]] = lx.sub(n, lx.total(known))
+        lx.require(ctx, lx.ge(sizes[free[0]], 0), f"SplitV sizes exceed dimension {axis}")
+    else:
+        lx.require_equal(ctx, lx.total(sizes), n, f"SplitV sizes must sum to dimension {axis}")
+    starts = [ir.index(0)]
+    for s in sizes[:-1]:
+        starts.append(lx.add(starts[-1], s))
+    return _split_pieces(x, axis, starts, sizes, op.outputs)
+
+
+SPLIT_V = OpDef("SplitV", _split_v_infer, _split_v_kernel, default_name="split",
+                gradient=_split_v_grad, lower=_lower_split_v)
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split") -> list:
@@ -144,59 +204,3 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split") -> list:
 
 OP_DEFS = (SPLIT, SPLIT_V)
 __all__ = ["split"]
-
-
-# --- lowerings to kernel IR ---------------------------------------------------------------------
-
-
-def _split_pieces(x, axis, starts, sizes, outputs):
-    """One remap per piece: out_k[i] = x[i + starts[k] along axis]."""
-    out = []
-    for start, size, t in zip(starts, sizes, outputs):
-        dims = list(x.shape)
-        dims[axis] = size
-        out.append(remap(x, lx.out_shape(t, dims), lambda a, s=start: [
-            lx.add(v, s) if k == axis else v for k, v in enumerate(a)]))
-    return out
-
-
-def _lower_split(ctx, op, inputs):
-    require_real(op)
-    x = inputs[1]
-    num = op.get_attr("num_split")
-    axis = lx.static_axis(ctx, op.inputs[0], len(x.shape), "split_dim")
-    n = x.shape[axis]
-    lx.require(ctx, lx.eq(lx.mod(n, num), 0), f"Number of ways to split should evenly divide "
-                                              f"the split dimension ({num} ways, axis {axis})")
-    piece = lx.floordiv(n, num)
-    return _split_pieces(x, axis, [lx.mul(piece, k) for k in range(num)], [piece] * num,
-                         op.outputs)
-
-
-def _lower_split_v(ctx, op, inputs):
-    require_real(op)
-    x = inputs[0]
-    axis = lx.static_axis(ctx, op.inputs[2], len(x.shape), "split_dim")
-    sizes = ctx.symbolic_ints(op.inputs[1])
-    free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]
-    known = [s for k, s in enumerate(sizes) if k not in free]
-    if len(free) > 1 or not all(lx.provably_nonneg(s) for s in known):
-        raise NotLowerable("SplitV sizes must be non-negative sizes and at most one -1")
-    n = x.shape[axis]
-    if free:
-        sizes[free[0]] = lx.sub(n, lx.total(known))
-        lx.require(ctx, lx.ge(sizes[free[0]], 0), f"SplitV sizes exceed dimension {axis}")
-    else:
-        lx.require_equal(ctx, lx.total(sizes), n, f"SplitV sizes must sum to dimension {axis}")
-    starts = [ir.index(0)]
-    for s in sizes[:-1]:
-        starts.append(lx.add(starts[-1], s))
-    return _split_pieces(x, axis, starts, sizes, op.outputs)
-
-
-def _attach_lowerings():
-    SPLIT.lower = _lower_split
-    SPLIT_V.lower = _lower_split_v
-
-
-_attach_lowerings()

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import basic_ops
 from .. import dtypes as _dtypes
+from ..compiler.core import ir
 from ..compiler.core.graph import GraphKeys, Tensor, get_default_graph
+from ..compiler.core.ir import Scalar as S
+from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.session_hook import session_for
 from ..compiler.core.shapes import as_shape
 from ..errors import InvalidArgumentError
-from .basic_ops import group, identity, no_op
 from .builder import make_op, to_tensor
+from .lower_util import lower_as
 from .registry import OpDef, Trait
 from .variable_ref import VariableRef
 
@@ -103,12 +107,52 @@ def _updater(fn, verb):
     return kernel
 
 
+# --- lowerings (used when a compiled cluster holds the update: runtime/cluster_updates.py) ----
+
+
+def _check_shape(ctx, op, node, shape, what: str):
+    """Kernel checks that `node` has `shape` (a TensorShape; unknown dims are not checked)."""
+    if shape.rank is None:
+        return
+    if len(node.shape) != shape.rank:
+        raise NotLowerable(f"{op.type} of a rank-{len(node.shape)} value into a rank-"
+                           f"{shape.rank} variable (the reference kernel reports it)")
+    for i, (size, want) in enumerate(zip(node.shape, shape.as_list())):
+        if want is not None:
+            ctx.check_equal(size, ir.index(want), f"{op.type} '{op.name}': {what} has size "
+                                                   f"different from {want} in dimension {i}")
+
+
+def _lower_assign(ctx, op, inputs):
+    value = inputs[1]
+    if op.get_attr("validate_shape"):
+        _check_shape(ctx, op, value, op.inputs[0].shape, "the value")
+    return [value]
+
+
+def _lowering_of_update(kind):
+    """The elementwise `kind` of the variable's value and the update, shapes checked."""
+    binary = lower_as(kind)
+
+    def lower(ctx, op, inputs):
+        old, delta = inputs
+        if len(old.shape) != len(delta.shape):
+            raise NotLowerable(f"{op.type} with an update of another rank (the reference "
+                               f"kernel reports it)")
+        for i, (a, b) in enumerate(zip(old.shape, delta.shape)):
+            ctx.check_equal(a, b, f"{op.type} '{op.name}' requires the update to have the "
+                                  f"variable's shape (dimension {i} differs)")
+        return binary(ctx, op, inputs)
+
+    return lower
+
+
 ASSIGN = OpDef("Assign", _assign_infer, _assign_kernel, traits={Trait.STATEFUL},
-               ref_inputs={0})
+               ref_inputs={0}, lower=_lower_assign)
 ASSIGN_ADD = OpDef("AssignAdd", _update_infer, _updater(np.add, "AssignAdd"),
-                   traits={Trait.STATEFUL}, ref_inputs={0})
+                   traits={Trait.STATEFUL}, ref_inputs={0}, lower=_lowering_of_update(S.ADD))
 ASSIGN_SUB = OpDef("AssignSub", _update_infer, _updater(np.subtract, "AssignSub"),
-                   traits={Trait.STATEFUL}, ref_inputs={0})
+                   traits={Trait.STATEFUL}, ref_inputs={0}, lower=_lowering_of_update(S.SUB))
 
 
 def _is_init_kernel(ctx, inputs, attrs):
@@ -200,7 +244,7 @@ class Variable:
             self._initial_value = init
             self._initializer_op = assign(self._variable, init, validate_shape=validate_shape,
                                           name="Assign").op
-            self._snapshot = identity(self._variable, name="read")
+            self._snapshot = basic_ops.identity(self._variable, name="read")
         self._trainable = bool(trainable)
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
@@ -262,12 +306,12 @@ class Variable:
 
     def read_value(self) -> Tensor:
         """A new tensor reading the variable's value where it is created."""
-        return identity(self._variable, name="read")
+        return basic_ops.identity(self._variable, name="read")
 
     def initialized_value(self) -> Tensor:
         """The value, with the initializer forced to run first (for dependent initial values)."""
         with self.graph.as_default(), self.graph.control_dependencies([self._initializer_op]):
-            return identity(self._variable)
+            return basic_ops.identity(self._variable)
 
     def assign(self, value, use_locking=False, name=None, read_value=True):
         t = assign(self, value, use_locking=use_locking, name=name)
@@ -318,8 +362,8 @@ def variables_initializer(var_list, name="init"):
     """An op that runs the initializers of `var_list` (a no-op for an empty list)."""
     var_list = list(var_list)
     if not var_list:
-        return no_op(name=name)
-    return group(*[v.initializer for v in var_list], name=name)
+        return basic_ops.no_op(name=name)
+    return basic_ops.group(*[v.initializer for v in var_list], name=name)
 
 
 def initialize_variables(var_list, name="init"):
@@ -341,55 +385,3 @@ def local_variables_initializer():
 def is_variable_initialized(variable) -> Tensor:
     ref = _ref_tensor(variable)
     return make_op(IS_VARIABLE_INITIALIZED, [ref], {}, "IsVariableInitialized").outputs[0]
-
-
-# --- lowerings (used when a compiled cluster holds the update: runtime/cluster_updates.py) ----
-def _check_shape(ctx, op, node, shape, what: str):
-    """Kernel checks that `node` has `shape` (a TensorShape; unknown dims are not checked)."""
-    from ..compiler.core.ir_build import NotLowerable
-
-    if shape.rank is None:
-        return
-    if len(node.shape) != shape.rank:
-        raise NotLowerable(f"{op.type} of a rank-{len(node.shape)} value into a rank-"
-                           f"{shape.rank} variable (the reference kernel reports it)")
-    for i, (size, want) in enumerate(zip(node.shape, shape.as_list())):
-        if want is not None:
-            from ..compiler.core import ir
-
-            ctx.check_equal(size, ir.index(want), f"{op.type} '{op.name}': {what} has size "
-                                                   f"different from {want} in dimension {i}")
-
-
-def _lower_assign(ctx, op, inputs):
-    value = inputs[1]
-    if op.get_attr("validate_shape"):
-        _check_shape(ctx, op, value, op.inputs[0].shape, "the value")
-    return [value]
-
-
-def _lowering_of_update(binary_op_def):
-    def lower(ctx, op, inputs):
-        from ..compiler.core.ir_build import NotLowerable
-
-        old, delta = inputs
-        if len(old.shape) != len(delta.shape):
-            raise NotLowerable(f"{op.type} with an update of another rank (the reference "
-                               f"kernel reports it)")
-        for i, (a, b) in enumerate(zip(old.shape, delta.shape)):
-            ctx.check_equal(a, b, f"{op.type} '{op.name}' requires the update to have the "
-                                  f"variable's shape (dimension {i} differs)")
-        return binary_op_def.lower(ctx, op, inputs)
-
-    return lower
-
-
-def _attach_lowerings():
-    from .math_binary import ADD, SUB
-
-    ASSIGN.lower = _lower_assign
-    ASSIGN_ADD.lower = _lowering_of_update(ADD)
-    ASSIGN_SUB.lower = _lowering_of_update(SUB)
-
-
-_attach_lowerings()

@@ -23,7 +23,7 @@ Invariants and rules (JAX semantics):
   Python fallback that could compute a gradient.
 
 Signatures are exact shapes (a deliberate exception to DESIGN.md principle 5): with unknown
-sizes the gradients of reductions and broadcasts (ops/reduction_grad.py, math_grad.py) build
+sizes the gradients of reductions and broadcasts (ops/reduction_ops.py, sum_to_shape.py) build
 runtime shape arithmetic (Rank, Range, SelectV2 on shape vectors) that lowering cannot
 compile, so a shape-generic gradient would always run interpreted. A gradient therefore
 compiles once per shape, and a shape-generic `jit` that calls one retraces with exact sizes

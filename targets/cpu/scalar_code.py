@@ -47,7 +47,7 @@ def fmin(a, b):
 def ifloordiv(a, b):
     """a // b for integers; 0 when b is 0 (numba's numpy error model): no exception, so a
     loop computing it keeps one exit and stays a parallel loop.  Ops that must raise check
-    their divisors before (math_binary._checked_integer_division)."""
+    their divisors before (math_division._checked_integer_division)."""
     return a // b
 
 
