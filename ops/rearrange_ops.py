@@ -5,7 +5,8 @@ Re-exported by `array_ops`.  The permutation and axis arguments are int32/int64 
 inputs, as in TensorFlow; their values are read with `static_value` for shape inference when
 known.  Each op lowers to an index remap (ir_build.remap) that the scheduler fuses into its
 consumers; gradients apply the inverse rearrangement (Transpose by the inverse permutation,
-ExpandDims and Squeeze a reshape back, ReverseV2 itself).
+ExpandDims and Squeeze a reshape back, ReverseV2 itself).  `move_axis_to_end` (a transpose
+that puts one axis last, and its inverse) serves the softmax and cross-entropy functions.
 """
 
 from __future__ import annotations
