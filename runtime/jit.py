@@ -36,6 +36,7 @@ from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
 from .targets import DEFAULT as DEFAULT_TARGET
+from .session import Session
 from .targets import get_target, target_kind
 
 log = logging.getLogger("flowjit.jit")
@@ -142,8 +143,6 @@ class _Interpreted:
     python = False
 
     def __init__(self, tr, reason: str):
-        from .session import Session
-
         self.trace = tr
         self.reason = reason
         self.session = Session(graph=tr.graph)

@@ -13,7 +13,9 @@ def array_at(typingctx, address, shape, dtype):
     empty for a 0-d array) whose data starts at integer `address`; it owns nothing (no NRT
     memory). numba.carray does the same, but its overload is compiled afresh in every
     process for each rank and dtype (~20 ms each on a cold kernel's entry point)."""
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.core import cgutils
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.np.arrayobj import make_array, populate_array
 
     scalar = dtype.dtype if isinstance(dtype, (types.NumberClass, types.DType)) else None
@@ -53,7 +55,9 @@ def box_outputs(typingctx, outs, consts):
     Each array takes its own reference to its NRT memory (memory not managed by NRT,
     e.g. an input's, is wrapped without an owner: the caller copies such outputs before the
     inputs can go away)."""
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from llvmlite import ir as llir
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.core import cgutils
 
     def codegen(context, builder, signature, args):
@@ -103,7 +107,9 @@ def new_none(typingctx):
 def release_gil(typingctx):
     """PyEval_SaveThread(): let other Python threads run; the thread state, as an integer.
     The entry point is called with the GIL held (it is a builtin function's C code)."""
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from llvmlite import ir as llir
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.core import cgutils
 
     def codegen(context, builder, signature, args):
@@ -118,7 +124,9 @@ def release_gil(typingctx):
 @intrinsic
 def acquire_gil(typingctx, state):
     """PyEval_RestoreThread(state): take the GIL back after release_gil()."""
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from llvmlite import ir as llir
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.core import cgutils
 
     def codegen(context, builder, signature, args):
@@ -138,6 +146,7 @@ def kernel_caller(symbol: str, argtypes: tuple, restype):
     declaration only: the entry point's module does not contain (and compile again) the
     kernel's code, which stays in the kernel's own object code.  `ok` is False when the
     kernel raised; the outputs are then empty (null) arrays."""
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba.core import cgutils
 
     @intrinsic

@@ -51,7 +51,7 @@ def _blas_thread_functions():
         return _functions[0]
     found = None
     try:
-        import scipy
+        import scipy  # lazy: scipy loads only when this path runs
         import scipy.linalg.cython_blas  # noqa: F401 - loads the library numba calls
         from threadpoolctl import ThreadpoolController
 

@@ -65,7 +65,7 @@ def _installed_version(name: str):
     text = getattr(mod, "__version__", None) if mod is not None else None
     if text is None:
         try:
-            from importlib.metadata import version
+            from importlib.metadata import version  # lazy: used once
 
             text = version(name)
         except Exception:  # noqa: BLE001 - not installed or no metadata: unknown
@@ -330,10 +330,11 @@ def ensure_pool(nrt_module=None) -> dict:
         if not private_layouts()["pool"]:   # plain allocation (module docstring)
             _state = {"engine": None, "globals": None, "clear": lambda: None}
             return _state
+        # lazy: numba/LLVM load only when compiling (cached kernels run without them)
         import llvmlite.binding as ll
 
         if nrt_module is None:   # loaded by file: a process running cached code has no numba
-            from .native import _extension
+            from .native import _extension  # lazy: that module imports numba
 
             nrt_module = _extension("numba.core.runtime._nrt_python")
         ll.initialize_native_target()

@@ -69,7 +69,7 @@ PRANGE_ONLY = {"prange": True, "comprehension": False, "reduction": False,
 
 def build_kernel(source: str, name: str = "kernel"):
     """Execute `source`, wrap its `name` function with numba and return the dispatcher."""
-    import numba
+    import numba  # lazy: numba/LLVM load only when compiling (cached kernels run without them)
 
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<flowjit-kernel-{digest}>"
@@ -156,8 +156,9 @@ def _store_entry(key: str, material: dict, files: dict) -> None:
 
 def _signature(program: Program) -> tuple:
     """numba argument types of the kernel of `program`: C-contiguous arrays."""
-    import numba
+    import numba  # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     import numpy as np
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba import types
 
     return tuple(types.Array(numba.from_dtype(np.dtype(_np_name(n.dtype))), len(n.shape), "C")
@@ -225,11 +226,13 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     module holds the wrapper only.  Linking the kernel in (as a numba function calling
     another would) re-optimized and compiled all the kernel's code a second time, as long
     as the kernel's own compile.  The kernel's object code is the one numba already made."""
-    import numba
+    import numba  # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     import numpy as np
+    # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba import types
 
     from . import native
+    # lazy: that module imports numba
     from ._entry_intrinsics import (acquire_gil, array_at, box_outputs, kernel_caller,
                                     new_none, release_gil)
 

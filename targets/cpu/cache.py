@@ -115,7 +115,7 @@ def _module_version(name: str) -> str:
     mod = sys.modules.get(name)
     if mod is not None and getattr(mod, "__version__", None):
         return str(mod.__version__)
-    import importlib.util
+    import importlib.util  # lazy: used once
 
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
@@ -144,7 +144,9 @@ def static_material() -> dict:
     """The key material that does not depend on the kernel (computed once per process)."""
     global _static_material
     if _static_material is None:
+        # lazy: numba/LLVM load only when compiling (cached kernels run without them)
         import llvmlite
+        # lazy: numba/LLVM load only when compiling (cached kernels run without them)
         import llvmlite.binding as ll
 
         _static_material = {

@@ -49,6 +49,7 @@ from numba import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
+from .build import PRANGE_ONLY
 from .gemm_pack import transpose_block, transposable
 from .gemm_tiles import TILE, lanes, narrow_columns, tile_shape
 from .gemm_ukernel import EPILOGUE_BIAS, EPILOGUE_RELU, ukernel
@@ -275,8 +276,6 @@ def _make(dtype_name: str):
 
 
 def _make_parallel(gemm, symmetric_rows, nr: int):
-    from .build import PRANGE_ONLY
-
     @njit(parallel=PRANGE_ONLY, **_JIT)
     def gemm_split(a, b, c, blocks, symmetric, bias, epilogue):
         """c = a @ b in `blocks` parallel parts: blocks of c's rows (each packs all of b),
@@ -330,7 +329,7 @@ def gemm_parallel(a, b, out, blocks):
 
 @overload(gemm_parallel, jit_options=_JIT, inline="always")
 def _gemm_parallel(a, b, out, blocks):
-    from .gemm_entry import external_gemm
+    from .gemm_entry import external_gemm  # lazy: that module imports numba
 
     name = str(out.dtype)
     if name not in _SPLIT or not a.dtype == b.dtype == out.dtype:
@@ -355,7 +354,7 @@ def gemm_epilogue(a, b, out, blocks, bias, relu):
 
 @overload(gemm_epilogue, jit_options=_JIT, inline="always")
 def _gemm_epilogue(a, b, out, blocks, bias, relu):
-    from .gemm_entry import external_gemm
+    from .gemm_entry import external_gemm  # lazy: that module imports numba
 
     name = str(out.dtype)
     if name not in _SPLIT or not a.dtype == b.dtype == out.dtype:
@@ -388,7 +387,7 @@ def _matmul_into(a, b, out):
     # FLOWJIT_GEMM read when the kernel is typed, as the code generator and the cache key
     # read it, so a change of the variable reaches batched products too
     if gemm_mode() == "own" and name in GEMMS and a.dtype == b.dtype == out.dtype:
-        from .gemm_entry import external_gemm
+        from .gemm_entry import external_gemm  # lazy: that module imports numba
 
         shared = external_gemm(name)
         narrow = narrow_columns(name)
@@ -420,7 +419,7 @@ def gram_product_t(a, out, blocks):
 
 def _gram_overload(transposed: bool):
     def typer(a, out, blocks):
-        from .gemm_entry import external_gemm
+        from .gemm_entry import external_gemm  # lazy: that module imports numba
 
         name = str(out.dtype)
         if name not in GEMMS or a.dtype != out.dtype:

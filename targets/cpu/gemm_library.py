@@ -80,7 +80,7 @@ def _load(dtype_name: str) -> int | None:
 
 
 def _compile(dtype_name: str) -> int:
-    from .gemm_entry import compile_gemm
+    from .gemm_entry import compile_gemm  # lazy: that module imports numba
 
     log.info("flowjit: compiling the %s GEMM (once while the kernel cache keeps it)",
              dtype_name)

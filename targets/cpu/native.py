@@ -183,6 +183,7 @@ def ensure_runtime(parallel: bool) -> dict:
     global _runtime
     with _lock:
         if _runtime is None:
+            # lazy: numba/LLVM load only when compiling (cached kernels run without them)
             import llvmlite.binding as ll
 
             ll.initialize_native_target()

@@ -53,7 +53,7 @@ def compile_kernel(program, schedule, signature) -> CompiledKernel:
 def _generate(schedule, stages: dict) -> str:
     # lazy on purpose: codegen imports numba, which a process loading every kernel from
     # the disk cache never needs (build.py)
-    from .codegen import generate_source
+    from .codegen import generate_source  # lazy: that module imports numba
 
     return generate_source(schedule, stages=stages)
 
