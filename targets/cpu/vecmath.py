@@ -113,7 +113,7 @@ def _np_sigmoid(x):
 
 
 def _np_erf(x):
-    import scipy.special
+    import scipy.special  # lazy: scipy loads only when this path runs
 
     return scipy.special.erf(x)
 
