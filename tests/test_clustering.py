@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 import flowjit as tf
 from flowjit import dtypes
@@ -27,7 +26,7 @@ from flowjit.ops.registry import OpDef, Trait
 from flowjit.runtime import clustering
 from flowjit.runtime.clustering import ClusterStep
 from flowjit.runtime.config import jit_options
-from samples import all_samples
+from samples import all_samples, draw_cases
 
 FORCE = tf.JitOptions(compile_after_runs=0, compile_after_seconds=0, min_ops=1)  # = always()
 OFF = tf.ConfigProto(jit=False)
@@ -83,15 +82,7 @@ INTERPRET = tf.JitOptions(compile_after_runs=0, compile_after_seconds=float("inf
 
 def _draw(name, examples=4) -> list:
     """A few derandomized cases of op `name`, the minimal (first) example last."""
-    drawn = []
-
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(SAMPLES[name])
-    def collect(case):
-        drawn.append(case)
-
-    collect()
+    drawn = draw_cases(SAMPLES[name], examples)
     return drawn[1:] + drawn[:1]
 
 

@@ -23,7 +23,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 import flowjit as tf
 from flowjit.ops import registry
@@ -32,7 +31,7 @@ from flowjit.runtime import clustering
 from flowjit.runtime.clustering import ClusterStep
 from flowjit.runtime.targets import get_target
 from flowjit.targets.target import TargetKind
-from samples import OpCase, all_samples
+from samples import OpCase, all_samples, draw_cases
 
 SAMPLES = all_samples()
 LOWERABLE = sorted(d.name for d in registry.all_op_defs() if d.lower is not None)
@@ -67,16 +66,7 @@ def strict(monkeypatch):
 
 
 def _draw(name, examples=5) -> list:
-    drawn = []
-
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(SAMPLES[name])
-    def collect(case):
-        drawn.append(case)
-
-    collect()
-    return drawn
+    return draw_cases(SAMPLES[name], examples)
 
 
 def _variable_case(kind: str) -> OpCase:

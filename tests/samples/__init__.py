@@ -12,6 +12,8 @@ from typing import Callable
 
 import importlib
 
+from hypothesis import HealthCheck, Phase, given, settings
+
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
                 "random", "linalg")
 
@@ -49,3 +51,18 @@ def all_samples() -> dict:
             assert name not in merged, f"two sample tables define {name}"
             merged[name] = strategy
     return merged
+
+
+def draw_cases(strategy, examples: int) -> list:
+    """The first `examples` cases hypothesis generates from `strategy`, derandomized (the
+    same cases in every run), in generation order."""
+    drawn = []
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(case):
+        drawn.append(case)
+
+    collect()
+    return drawn
