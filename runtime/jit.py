@@ -35,8 +35,8 @@ from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
-from .targets import DEFAULT as DEFAULT_TARGET
 from .session import Session
+from .targets import DEFAULT as DEFAULT_TARGET
 from .targets import get_target, target_kind
 
 log = logging.getLogger("flowjit.jit")
