@@ -6,6 +6,7 @@ over), reduction lengths of 0, 1 and beyond one KC slice, and transposed or stri
 operands and outputs.
 """
 
+import functools
 import glob
 import json
 import os
@@ -16,7 +17,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba import njit
+import numba
+from numba import njit, types
 
 import flowjit as tf
 from flowjit.targets.cpu import gemm as gemm_module
@@ -39,10 +41,25 @@ def _gemm_parallel(a, b, out):
     gemm_parallel(a, b, out, 2)
 
 
+@functools.cache
+def _serial_gemm(dtype_name: str):
+    """The serial GEMM of `dtype_name` for arrays of any layout, as the shared library and
+    the kernels call it (one compiled specialization, not one per layout drawn)."""
+    gemm = GEMMS[dtype_name]
+    matrix = types.Array(numba.from_dtype(np.dtype(dtype_name)), 2, "A")
+    vector = types.Array(numba.from_dtype(np.dtype(dtype_name)), 1, "A")
+
+    @njit((matrix, matrix, matrix, vector, types.int64))
+    def serial(a, b, out, bias, epilogue):
+        gemm(a, b, out, bias, epilogue)
+
+    return serial
+
+
 def _serial(a, b, out, bias=None, epilogue=0):
     """The serial GEMM of out's dtype, with the epilogue flags (gemm_ukernel.EPILOGUE_*)."""
     bias = np.empty(0, out.dtype) if bias is None else bias
-    GEMMS[out.dtype.name](a, b, out, bias, epilogue)
+    _serial_gemm(out.dtype.name)(a, b, out, bias, epilogue)
 
 
 def _check(a, b, out):

@@ -72,10 +72,17 @@ def run_jitted():
 """
 
 
-def _run(body: str, tmp_path, **env_changes) -> dict:
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory):
+    """One kernel cache for this module's child processes: the first compiles the workload
+    (and the shared GEMM, ~20 s) through numba, the others load what it stored."""
+    return tmp_path_factory.mktemp("manners_cache")
+
+
+def _run(body: str, cache_dir, **env_changes) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in SET_AT_IMPORT and not k.startswith(
         ("GOMP_", "OMP_", "OPENBLAS_THREAD_TIMEOUT", "FLOWJIT_TUNE"))}
-    env.update(FLOWJIT_CACHE_DIR=str(tmp_path / "cache"), **env_changes)
+    env.update(FLOWJIT_CACHE_DIR=str(cache_dir), **env_changes)
     code = (_SNAPSHOT.replace("TARGET_DIR", repr(_TARGET_DIR)) + _WORKLOAD
             + textwrap.dedent(body))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -116,10 +123,13 @@ def _assert_untouched(got: dict) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs Linux")
-def test_default_settings_leave_the_process_as_they_found_it(tmp_path):
-    cold = _run(_DEFAULT, tmp_path)                    # compiles through numba
+def test_default_settings_leave_the_process_as_they_found_it(kernel_cache):
+    # the module's first child: the cache is empty
+    cold = _run(_DEFAULT, kernel_cache)                # compiles through numba
+    assert cold["numba_imported"]
     _assert_untouched(cold)
-    warm = _run(_DEFAULT, tmp_path)                    # cached: the native loader, no numba
+    warm = _run(_DEFAULT, kernel_cache)                # cached: the native loader, no numba
+    assert not warm["numba_imported"]
     _assert_untouched(warm)
     if not cold["before"]["spin"]:
         pytest.skip("no OpenBLAS with a readable thread_timeout here (the rest was checked)")
@@ -155,9 +165,9 @@ print("RESULT " + json.dumps({"before": before, "after": after, "report": report
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs Linux")
 @pytest.mark.parametrize("how", ["environment", "call"])
-def test_tune_process_turns_the_tuning_on(tmp_path, how):
+def test_tune_process_turns_the_tuning_on(kernel_cache, how):
     env = {"FLOWJIT_TUNE_PROCESS": "1"} if how == "environment" else {}
-    got = _run(_TUNED, tmp_path, NUMBA_THREADING_LAYER="omp", **env)
+    got = _run(_TUNED, kernel_cache, NUMBA_THREADING_LAYER="omp", **env)
     before, after = got["before"], got["after"]
     assert got["tuned"]
     assert (got["report"] is None) == (how == "environment")

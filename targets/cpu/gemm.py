@@ -94,6 +94,14 @@ def data_address(typingctx, ary):
     return types.intp(ary), codegen
 
 
+@njit(inline="always", **_JIT)
+def _int(value):
+    """`value` as a plain int64: a constant argument would otherwise be typed as a literal
+    and compile the callee once more for it (seconds per specialization of gemm_rows, which
+    the shared library compiles once per machine: gemm_library.py)."""
+    return np.int64(value)
+
+
 @njit(**_JIT)
 def aligned_empty(size, dtype):
     """A new 1-D array of `size` elements whose data starts on a 64-byte boundary (a cache
@@ -252,10 +260,10 @@ def _make(dtype_name: str):
         if c.shape[0] == 0 or c.shape[1] == 0:
             return
         if c.shape[1] == 1 or c.strides[1] == c.itemsize:
-            gemm_rows(a, b, c, FULL, bias, epilogue)
+            gemm_rows(a, b, c, _int(FULL), bias, epilogue)
             return
         tmp = _any_layout(np.empty(c.shape, dtype))   # one specialization of gemm_rows
-        gemm_rows(a, b, tmp, FULL, bias, epilogue)
+        gemm_rows(a, b, tmp, _int(FULL), bias, epilogue)
         for i in range(c.shape[0]):
             for j in range(c.shape[1]):
                 c[i, j] = tmp[i, j]
@@ -267,7 +275,7 @@ def _make(dtype_name: str):
         (no other row block writes those columns)."""
         if hi <= lo:
             return
-        gemm_rows(a[lo:hi], b[:, :hi], c[lo:hi, :hi], lo, c[lo, :hi], 0)
+        gemm_rows(a[lo:hi], b[:, :hi], c[lo:hi, :hi], lo, c[lo, :hi], _int(0))
         for i in range(hi):
             for j in range(max(lo, i + 1), hi):
                 c[i, j] = c[j, i]
@@ -289,21 +297,23 @@ def _make_parallel(gemm, symmetric_rows, nr: int):
         along c's columns is applied to c after the product (gemm_rows)."""
         m, n = c.shape
         depth = a.shape[1]
-        if symmetric and m == n and m > 0 and c.strides[1] == c.itemsize:
+        mirrored = symmetric and m == n and m > 0 and c.strides[1] == c.itemsize
+        if mirrored:
             if blocks == 1 or m * n * depth < 2 * SPLIT_MIN_WORK:
-                symmetric_rows(a, b, c, 0, m)
+                symmetric_rows(a, b, c, _int(0), m)
                 return
-            for blk in prange(blocks):
-                symmetric_rows(a, b, c, triangle_bound(m, blk, blocks),
-                               triangle_bound(m, blk + 1, blocks))
-            return
-        if blocks == 1 or m * n * depth < SPLIT_MIN_WORK:
+        elif blocks == 1 or m * n * depth < SPLIT_MIN_WORK:
             gemm(a, b, c, bias, epilogue)
             return
         by_rows = m >= n
         panels = (n + nr - 1) // nr
-        for blk in prange(blocks):      # one parallel region: each costs compile time
-            if by_rows:
+        # ONE parallel region for every kind of split: each region is a function of its own
+        # that LLVM optimizes with the whole micro-kernel inlined (seconds apiece)
+        for blk in prange(blocks):
+            if mirrored:
+                symmetric_rows(a, b, c, triangle_bound(m, blk, blocks),
+                               triangle_bound(m, blk + 1, blocks))
+            elif by_rows:
                 lo, hi = blk * m // blocks, (blk + 1) * m // blocks
                 if hi > lo:
                     gemm(a[lo:hi], b, c[lo:hi], bias, epilogue)

@@ -18,7 +18,7 @@ right-hand sides) for the linear-algebra routines.  The output buffer is C-conti
 from __future__ import annotations
 
 from ...compiler.core.ir import Routine
-from ...compiler.loop_ir import Alloc, Call, Do, Int, Loop, LoopKind, Source, Verbatim
+from ...compiler.loop_ir import Alloc, Call, Do, Int, Load, Loop, LoopKind, Source, Store, Var
 
 _LINALG = {Routine.INV: "np.linalg.inv", Routine.DET: "np.linalg.det",
            Routine.SOLVE: "np.linalg.solve", Routine.CHOLESKY: "np.linalg.cholesky"}
@@ -41,10 +41,18 @@ def libcall_lines(gen, node) -> list:
         src, dst = fresh("rows"), fresh("rows")
         stmts += [Alloc(src, Source(f"np.ascontiguousarray({args[0]}).reshape(({rows}, {n}))")),
                   Alloc(dst, Source(f"{out}.reshape(({rows}, {n}))"))]
+        # rows copied by loops: an array assignment would make numba compile its
+        # shape-mismatch error message (seconds per process)
+        column = (Var("r"), Var("c"))
         if node.attr is Routine.SORT:
-            body = (Verbatim((f"{dst}[r, :] = {src}[r]",)), Do(Call(f"{dst}[r].sort")))
+            body = (Loop(LoopKind.SERIAL, "c", Int(0), Source(n),
+                         (Store(dst, column, Load(src, column)),)),
+                    Do(Call(f"{dst}[r].sort")))
         else:
-            body = (Verbatim((f"{dst}[r, :] = np.argsort({src}[r], kind='mergesort')",)),)
+            order = fresh("order")
+            body = (Alloc(order, Source(f"np.argsort({src}[r], kind='mergesort')")),
+                    Loop(LoopKind.SERIAL, "c", Int(0), Source(n),
+                         (Store(dst, column, Load(order, (Var("c"),))),)))
         return stmts + gen.branch(
             first.shape, Source(f"({rows}) * ({n})"),
             lambda: [Loop(LoopKind.PARALLEL, "r", Int(0), Source(rows), body)],
@@ -58,9 +66,16 @@ def libcall_lines(gen, node) -> list:
     call = f"{_LINALG[node.attr]}({', '.join(f'{m}[b]' for m in mats)})"
     target = fresh("dets" if node.attr is Routine.DET else "mats")
     if node.attr is Routine.DET:
-        view, store = f"{out}.reshape(({batch},))", f"{target}[b] = {call}"
-    else:
-        tail = ", ".join(gen.size_text(d) for d in node.shape[-2:])
-        view, store = f"{out}.reshape(({batch}, {tail}))", f"{target}[b, :, :] = {call}"
+        view = f"{out}.reshape(({batch},))"
+        body = (Store(target, (Var("b"),), Source(call)),)
+    else:   # each result matrix copied by loops (no array assignment: see above)
+        rows, cols = (gen.size_text(d) for d in node.shape[-2:])
+        view = f"{out}.reshape(({batch}, {rows}, {cols}))"
+        result = fresh("result")
+        at = (Var("i"), Var("j"))
+        body = (Alloc(result, Source(call)),
+                Loop(LoopKind.SERIAL, "i", Int(0), Source(rows), (
+                    Loop(LoopKind.SERIAL, "j", Int(0), Source(cols), (
+                        Store(target, (Var("b"),) + at, Load(result, at)),)),)))
     return stmts + [Alloc(target, Source(view)),
-                    Loop(LoopKind.SERIAL, "b", Int(0), Source(batch), (Verbatim((store,)),))]
+                    Loop(LoopKind.SERIAL, "b", Int(0), Source(batch), body)]

@@ -20,7 +20,7 @@ from ...compiler.core import ir
 from ...compiler.core.ir import Combiner, NodeKind, Scalar
 from ...compiler.core.ir_build import identity_value
 from ...compiler.loop_ir import (Accumulate, AccResult, Alloc, Call, Do, If, IndexOpKind, Int,
-                                 Let, Load, Loop, LoopKind, Source, Store, Var, Verbatim,
+                                 Let, Load, Loop, LoopKind, Source, Store, Var,
                                  While, index_op)
 from ...compiler.schedule import is_column_reduction
 from .emitter import unsigned
@@ -156,8 +156,10 @@ def column_reduce_code(gen, group) -> list:
 
     js = tuple(Var(f"j{k}") for k in range(len(out_dims)))
     combine_levels = [(f"j{k}", Int(0), d, []) for k, d in enumerate(out_dims)]
-    combine = [If(index_op(IndexOpKind.GT, Var(nparts), Int(1)),
-                  (Verbatim((f"{buf}[...] = {part}[0]",)),)),
+    # part 0 copied into the result by a loop (an array assignment would make numba compile
+    # its shape-mismatch error message, seconds per process), then the others added
+    combine = [If(index_op(IndexOpKind.GT, Var(nparts), Int(1)), tuple(_nested(
+                  combine_levels, [Store(buf, js, Load(part, (Int(0),) + js))]))),
                Loop(LoopKind.SERIAL, "b0", Int(1), Var(nparts), tuple(_nested(combine_levels, [
                    Let("cur", Load(buf, js)),
                    Accumulate(m.attr, "cur", Load(part, (b0,) + js), Int(0), m.dtype),

@@ -25,8 +25,14 @@ def scatter_lines(gen, node) -> list:
     src = gen.buffers[id(base)]
     stmts = gen.allocate(node)
     out = gen.buffers[id(node)]
-    if out != src:
-        stmts.append(Verbatim((f"{out}[...] = {src}",)))
+    if out != src:   # the base copied by loops (an array assignment would make numba
+        # compile its shape-mismatch error message: seconds per process)
+        ks = tuple(Var(f"k{k}") for k in range(len(node.shape)))
+        copy_base = [Store(out, ks, Load(src, ks))]
+        for k in reversed(range(len(node.shape))):
+            copy_base = [Loop(LoopKind.SERIAL, f"k{k}", Int(0), gen.size(node.shape[k]),
+                              tuple(copy_base))]
+        stmts += copy_base
     row_buf, upd = gen.buffers[id(rows)], gen.buffers[id(updates)]
     rest = [gen.size(d) for d in node.shape[1:]]
     count = Dim(row_buf, 0)
