@@ -26,8 +26,8 @@ from .ops.variables import (Variable, all_variables, assign, assign_add, assign_
                             variables_initializer)
 from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                  get_variable_scope, variable_scope)
-from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, OptimizerOptions,
-                             RunMetadata, RunOptions)
+from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, JitPolicy,
+                             OptimizerOptions, RunMetadata, RunOptions)
 from .runtime.jit import jit
 from .runtime.process_tuning import process_tuned, tune_process
 from .runtime.autodiff_api import grad, value_and_grad

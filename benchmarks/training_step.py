@@ -135,7 +135,7 @@ def make_flowjit(x, y, init, threads):
     import flowjit as tf
     from flowjit.runtime.config import JitOptions
 
-    jit = JitOptions(compile_after_runs=0, compile_after_seconds=0.0)
+    jit = JitOptions(policy="always")
     return _session_step(tf, x, y, init, tf.ConfigProto(jit=jit))
 
 

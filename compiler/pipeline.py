@@ -102,9 +102,12 @@ def schedule_text(schedule) -> str:
     return "\n".join(lines)
 
 
-def compile_program(program, constants=(), stages: Stages | None = None, *, target):
+def compile_program(program, constants=(), stages: Stages | None = None, *, target,
+                    cached_only: bool = False):
     """Optimize and schedule a kernel-IR program, and compile it with `target` (a target
-    protocol object: module docstring).  NotLowerable when the target cannot render it."""
+    protocol object: module docstring).  NotLowerable when the target cannot render it.
+    cached_only: return the kernel only if the target has it without compiling (its
+    caches: `Target.lookup`), else None."""
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
     program, constants = drop_unused_constants(program, list(constants))
@@ -113,7 +116,10 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
         raise NotLowerable(f"the {target.kind.value} target cannot run this cluster: {missing}")
     schedule = make_schedule(program, target.schedule_options)
     stages.add("schedule", schedule_text(schedule))
-    compiled = target.compile(program, schedule, signature_of(program))
+    build = target.lookup if cached_only else target.compile
+    compiled = build(program, schedule, signature_of(program))
+    if compiled is None:
+        return None
     for name, text in compiled.stages:
         stages.add(name, text)
     stages.add("source", compiled.source)
@@ -138,8 +144,9 @@ def drop_unused_constants(program, constants: list):
 
 
 def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = "",
-                    donated=(), *, target):
-    """Lower one cluster of graph ops and compile it with `target` (see compile_program).
+                    donated=(), *, target, cached_only: bool = False):
+    """Lower one cluster of graph ops and compile it with `target` (see compile_program;
+    `cached_only`: None unless the target has the kernel without compiling).
     `donated`: (input position, output index) pairs whose input arrays the caller lets the
     kernel overwrite with that output (ir.Program.donated)."""
     stages = Stages()
@@ -149,4 +156,5 @@ def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text:
     if donated:
         program = ir.Program(program.inputs, program.outputs, program.checks, donated)
     stages.add("lowered", program_text(program))
-    return compile_program(program, [c for _, c in constants], stages, target=target)
+    return compile_program(program, [c for _, c in constants], stages, target=target,
+                           cached_only=cached_only)

@@ -19,20 +19,26 @@ it reads that are fed or made outside it (and its member variables); its outputs
 tensors it makes that are fetched or read outside it, plus its variables' new values.  A
 fed tensor therefore splits a chain.
 
-Policy — compiling costs ~0.5-2 s per cluster and signature (more for big clusters), so it
-must pay for itself (the "ski rental" rule of tiered JITs):
+Policy (`JitOptions.policy`, runtime/config.py) — compiling costs ~0.5-15 s of a core per
+cluster and signature, so the user's steps never wait for it by default:
 - clusters with fewer than `JitOptions.min_ops` (2) non-constant ops stay plain ops;
-- a cluster signature runs with the reference kernels (op by op, inside its step) until it
-  has run more than `compile_after_runs` (2) times AND spent `compile_after_seconds` (1 s)
-  in them; then it is compiled.  One-shot graphs and the many tiny graphs of tests and
-  scripts never pay for a compile, and a loop spends at most about twice the best
-  possible time (interpreting until it has spent about what compiling costs);
+- "auto" (tiered, the default): on a signature's first run the kernel is looked up in the
+  target's caches (this process's kernels, then the disk cache: `Target.lookup`, no
+  compiling); found, it runs compiled from that first run.  Otherwise the reference kernels
+  run the steps (op by op, inside the cluster's step), and once the signature has run
+  `background_after_runs` (2) times and spent `background_after_seconds` (20 ms) in them,
+  its compile is queued for the background compiler (runtime/compile_queue.py: one thread,
+  hottest cluster first), so a one-shot or tiny graph never costs a core for seconds.  The
+  finished kernel is installed at the start of the cluster's next run (never while it
+  runs; variables are the same arrays either way, so stateful clusters swap safely), with
+  one log line.  Its first `measure_runs` (3) runs are timed: if the best of them is slower
+  than the best reference run, the cluster goes back to the reference kernels for good
+  ("never slower than NumPy"), with a log line and the reason in `describe()`;
+- "always" (`JitOptions.always()`, `FLOWJIT_JIT=always`): every cluster, even of one op, is
+  compiled before its first run: the tests' policy, so compiled kernels are what they compare;
 - the signature is compiler/tracing.py's `array_key` per input (dtype, rank, which sizes are
   1): new batch sizes reuse the kernel.  Kernels (and run counts) are shared by every session
-  and plan of a graph that contain the same cluster with the same boundary; the compiler's
-  own in-memory and on-disk caches make an identical cluster cheap in a new process;
-- `JitOptions.always()` (`FLOWJIT_JIT=always`) compiles every cluster, even of one op, before
-  its first run: the tests' policy, so compiled kernels are what they compare;
+  and plan of a graph that contain the same cluster with the same boundary;
 - an op the compiler cannot lower (`NotLowerable`) makes that cluster signature run with the
   reference kernels for good (logged once on the `flowjit.jit` logger).
 The option lives in runtime/config.py (`ConfigProto(jit=...)`, `global_jit_level`,
@@ -63,9 +69,9 @@ from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
-from . import cluster_updates, executor
+from . import cluster_updates, compile_queue, executor
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
-from .config import JitOptions
+from .config import JitOptions, JitPolicy
 from .state import VariableRef
 from .targets import get_target
 
@@ -76,6 +82,7 @@ log = logging.getLogger("flowjit.jit")
 TRUSTED_FLAGS = 0x101
 
 STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
+SLOWER_MARGIN = 1.1  # a new kernel slower than this times the best reference run is dropped
 
 # numba's workqueue threading layer aborts when parallel kernels are launched from several
 # threads at once, and the inter-op pool may run two clusters side by side: one at a time.
@@ -166,11 +173,16 @@ class ClusterStep:
         for op in self.published:
             values[op.outputs[0]] = VariableRef(state, op.name, op)
         arrays, key = self._inputs_and_signature(values, state)
-        entry = self.kernels.entry(self, arrays, key) if key is not None else None
+        kernels = self.kernels
+        entry = kernels.entry(self, arrays, key) if key is not None else None
         if entry is not None:
+            timed = key in kernels.trials
+            start = time.perf_counter() if timed else 0.0
             outs = self._call(entry, arrays, key, values, state, deadline)
+            if timed and outs is not None:
+                kernels.timed(key, time.perf_counter() - start)
             if outs is not None:
-                self.kernels.compiled_runs += 1
+                kernels.compiled_runs += 1
                 if executor.CHECK_OUTPUTS:
                     for t, v in zip(self.outputs, outs):
                         executor.check_output(t.op, t, v)
@@ -182,7 +194,7 @@ class ClusterStep:
         start = time.perf_counter()
         self.interpret(values, state, deadline)
         if key is not None:
-            self.kernels.seconds[key] += time.perf_counter() - start
+            kernels.interpreted(key, time.perf_counter() - start)
 
     def _inputs_and_signature(self, values, state):
         """(the inputs as C-contiguous arrays, variables read; their array_key_of), or
@@ -254,6 +266,7 @@ class ClusterStep:
             lines.append(f"{op.name} = {op.type}({', '.join(t.name for t in op.inputs)})"
                          f" -> {outs}")
         lines.append("outputs " + ", ".join(t.name for t in self.outputs))
+        lines += [f"signature {key}: {why}" for key, why in self.kernels.decisions.items()]
         return "\n".join(lines)
 
 
@@ -263,14 +276,20 @@ def array_key_of(arrays) -> tuple:
 
 
 class _Kernels:
-    """Compiled kernels of one cluster, per signature, with each signature's run count."""
+    """Compiled kernels of one cluster, per signature, with what the policy needs to know:
+    each signature's reference runs and time, its queued compile, its trial timings."""
 
     def __init__(self, name: str):
         self.name = name
         self.lock = threading.Lock()
         self.runs: collections.Counter = collections.Counter()      # signature -> runs
         self.seconds: collections.Counter = collections.Counter()   # ... -> reference time
+        self.best_reference: dict = {}   # signature -> fastest reference run (seconds)
         self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
+        self.ready: dict = {}     # signature -> a background compile's result, to install
+        self.queued: set = set()  # signatures handed to the background compiler
+        self.trials: dict = {}    # signature -> timings of a new kernel's first runs
+        self.decisions: dict = {}  # signature -> how it runs and why (describe())
         self.compile_count = 0
         self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
 
@@ -282,30 +301,106 @@ class _Kernels:
         with self.lock:
             if key in self.entries:
                 return self.entries[key]
-            self.runs[key] += 1
             options = step.options
-            if (self.runs[key] <= options.compile_after_runs
-                    or self.seconds[key] < options.compile_after_seconds):
-                return None
-            self.entries[key] = entry = self._compile(step, arrays, key)
-            return entry
+            if options.policy is JitPolicy.ALWAYS:
+                self.entries[key] = entry = self._compile(step, _specs(arrays), key)
+                return entry
+            if key in self.ready:        # a background compile finished: swap it in now
+                return self._install(step, key, self.ready.pop(key))
+            self.runs[key] += 1
+            if self.runs[key] == 1 and options.from_cache:
+                found = self._compile(step, _specs(arrays), key, cached_only=True)
+                if found is not None or key in self.entries:   # cached, or not lowerable
+                    self.entries[key] = found
+                    if found is not None:
+                        self.decisions[key] = "compiled kernel from the kernel cache"
+                    return found
+            if (key not in self.queued
+                    and self.runs[key] - 1 >= options.background_after_runs
+                    and self.seconds[key] >= options.background_after_seconds):
+                self._queue(step, _specs(arrays), key)
+            return None
 
-    def _compile(self, step, arrays, key):
-        specs = [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
-                 for a in arrays]
+    def interpreted(self, key, seconds: float) -> None:
+        """Account one run of `key` with the reference kernels."""
+        self.seconds[key] += seconds
+        best = self.best_reference.get(key)
+        if best is None or seconds < best:
+            self.best_reference[key] = seconds
+
+    def _queue(self, step, specs, key) -> None:
+        """Hand `key`'s compile to the background compiler."""
+        self.queued.add(key)
+        ref = weakref.ref(step)
+
+        def work():
+            alive = ref()
+            return None if alive is None else self._compile(alive, specs, key)
+
+        def done(result):
+            with self.lock:
+                if key not in self.entries:
+                    self.ready[key] = result
+
+        compile_queue.submit(compile_queue.Job(
+            work=work, done=done, alive=lambda: ref() is not None,
+            priority=lambda: self.seconds[key]))
+
+    def _install(self, step, key, compiled):
+        """Swap the background compile's result in for `key` (None: reference kernels)."""
+        self.entries[key] = compiled
+        if compiled is not None:
+            log.info("flowjit: %s (%s) now runs compiled, after %d reference runs",
+                     self.name, step._op_names(), self.runs[key])
+            if step.options.measure_runs > 0 and key in self.best_reference:
+                self.trials[key] = (step.options.measure_runs, [])
+            self.decisions[key] = "compiled kernel (compiled in the background)"
+        return compiled
+
+    def timed(self, key, seconds: float) -> None:
+        """One timed run of a new kernel; after `measure_runs` of them, keep the faster."""
+        with self.lock:
+            runs, trial = self.trials.get(key, (0, None))
+            if trial is None:
+                return
+            trial.append(seconds)
+            if len(trial) < runs:
+                return
+            del self.trials[key]
+            compiled, reference = min(trial), self.best_reference[key]
+            if compiled > SLOWER_MARGIN * reference:
+                self.entries[key] = None
+                why = (f"reference kernels: faster than the compiled kernel "
+                       f"({reference * 1e6:.1f} us against {compiled * 1e6:.1f} us per run)")
+                log.info("flowjit: %s signature %s runs with %s", self.name, key, why)
+            else:
+                why = (f"compiled kernel: {compiled * 1e6:.1f} us per run against "
+                       f"{reference * 1e6:.1f} us with the reference kernels")
+            self.decisions[key] = why
+
+    def _compile(self, step, specs, key, cached_only: bool = False):
+        """The compiled kernel (None: reference kernels, recorded in `entries` when the
+        cluster cannot be compiled); `cached_only`: look in the target's caches only."""
         try:
             compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
                                        list(step.outputs), step.describe(),
-                                       target=get_target(step.options.target))
+                                       target=get_target(step.options.target),
+                                       cached_only=cached_only)
         except NotLowerable as e:
             log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,
                      step._op_names(), e)
+            self.entries[key] = None
+            self.decisions[key] = f"reference kernels: {e}"
             return None
         except Exception as e:  # noqa: BLE001 - a compiler bug must not break the program
             if STRICT:
                 raise
             log.warning("flowjit: compiling %s (%s) failed, using reference kernels: %r",
                         self.name, step._op_names(), e)
+            self.entries[key] = None
+            self.decisions[key] = f"reference kernels: the compiler failed ({e!r})"
+            return None
+        if compiled is None:
             return None
         self.compile_count += 1
         log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
@@ -315,7 +410,14 @@ class _Kernels:
     def give_up(self, key, reason: str):
         """Run this signature with reference kernels from now on (a compiler failure)."""
         self.entries[key] = None
+        self.decisions[key] = f"reference kernels: {reason}"
         log.warning("flowjit: %s runs with reference kernels: %s", self.name, reason)
+
+
+def _specs(arrays) -> list:
+    """The compiler's input specs of a call: dtype and which sizes are 1, per array."""
+    return [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
+            for a in arrays]
 
 
 def _shared_kernels(step: ClusterStep) -> _Kernels:

@@ -7,10 +7,17 @@ Auto-clustering (runtime/clustering.py) is switched by, in order of precedence:
 `ConfigProto(jit=False | True | JitOptions(...))`; TensorFlow's spelling
 `ConfigProto(graph_options=GraphOptions(optimizer_options=OptimizerOptions(
 global_jit_level=OptimizerOptions.OFF | ON_1 | ON_2)))` (DEFAULT defers); the environment
-variable `FLOWJIT_JIT=0|1|always`; and otherwise it is on.  `jit_options(config)` resolves
-them.  "always" (`ConfigProto(jit="always")`, `JitOptions.always()`) is the compile-always
-policy: every lowerable cluster, even a single op, is compiled before its first run, with no
-reference-kernel tier first (the tests use it so compiled kernels really run).
+variable `FLOWJIT_JIT=auto|always|never` (also 1/0); and otherwise it is on, with the tiered "auto"
+policy.  `jit_options(config)` resolves them.  The policies (`JitPolicy`; runtime/
+clustering.py has the details):
+- "auto" (the default): a cluster whose kernel is in a cache runs compiled from its first
+  run; any other is compiled on a background thread once it has shown it is hot, while its
+  reference kernels keep running the steps, and the kernel is swapped in between two runs
+  of the cluster; the compiled kernel is kept only if it measures faster;
+- "always" (`ConfigProto(jit="always")`, `JitOptions.always()`): every lowerable cluster,
+  even a single op, is compiled before its first run, with no reference-kernel tier first
+  (the tests use it so compiled kernels really run);
+- "never" (`ConfigProto(jit="never")` or `jit=False`): no clusters; ops run one by one.
 """
 
 from __future__ import annotations
@@ -62,14 +69,43 @@ class GraphOptions:
             setattr(self, k, v)
 
 
+class JitPolicy(enum.Enum):
+    """When clusters are compiled (module docstring)."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+    @classmethod
+    def parse(cls, value) -> "JitPolicy":
+        """A JitPolicy from itself, its name or a boolean-ish string ("1": auto, "0": never)."""
+        if isinstance(value, cls):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "on", "yes"):
+            return cls.AUTO
+        if text in ("0", "false", "off", "no"):
+            return cls.NEVER
+        try:
+            return cls(text)
+        except ValueError:
+            raise ValueError(f"unknown jit policy {value!r}: use one of "
+                             f"{', '.join(p.value for p in cls)}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class JitOptions:
     """flowjit's auto-clustering policy (runtime/clustering.py explains it).
 
-    enabled: cluster compilable ops at all.  A cluster is compiled for an input signature
-    once it has run more than `compile_after_runs` times AND spent at least
-    `compile_after_seconds` in the reference kernels with that signature (both 0: compile
-    on the first run).  min_ops: clusters with fewer non-constant ops stay plain ops.
+    policy: a JitPolicy (or its name): AUTO, the tiered default; ALWAYS, compile before the
+    first run; NEVER, no clusters (the same as enabled=False).
+    Under AUTO, a signature's first run looks for its kernel in the target's caches
+    (`from_cache`), and a signature not found there is compiled in the background once it has
+    run `background_after_runs` times with the reference kernels AND spent
+    `background_after_seconds` in them (both 0: start on the first run), and a new kernel
+    serves `measure_runs` timed runs before it is kept: if those are slower than the
+    reference kernels were, the cluster goes back to them for good (0: keep it untimed).
+    min_ops: clusters with fewer non-constant ops stay plain ops.
     max_ops: the largest cluster (0: no limit).
     target: what compiles the clusters (runtime/targets.py): TargetKind.CPU (numba, the
     default) or TargetKind.REFERENCE (the NumPy interpreter of the kernel IR); a name such
@@ -77,19 +113,25 @@ class JitOptions:
     """
 
     enabled: bool = True
-    compile_after_runs: int = 2
-    compile_after_seconds: float = 1.0
+    policy: JitPolicy = JitPolicy.AUTO
+    from_cache: bool = True
+    background_after_runs: int = 2
+    background_after_seconds: float = 0.02
+    measure_runs: int = 3
     min_ops: int = 2
     max_ops: int = 0
     target: TargetKind = TargetKind.CPU
 
     def __post_init__(self):
         object.__setattr__(self, "target", TargetKind.parse(self.target))
+        object.__setattr__(self, "policy", JitPolicy.parse(self.policy))
+        if self.policy is JitPolicy.NEVER:
+            object.__setattr__(self, "enabled", False)
 
     @classmethod
     def always(cls, **kwargs) -> "JitOptions":
         """The compile-always policy: every lowerable cluster compiled before its first run."""
-        return cls(compile_after_runs=0, compile_after_seconds=0.0, min_ops=1, **kwargs)
+        return cls(policy=JitPolicy.ALWAYS, min_ops=kwargs.pop("min_ops", 1), **kwargs)
 
 
 ALWAYS = "always"  # FLOWJIT_JIT / ConfigProto(jit=...) value for JitOptions.always()
@@ -127,19 +169,21 @@ def jit_options(config: ConfigProto) -> JitOptions:
     jit = config.jit
     if isinstance(jit, JitOptions):
         return jit
-    if isinstance(jit, str) and jit.strip().lower() == ALWAYS:
-        return JitOptions.always()
+    if isinstance(jit, (str, JitPolicy)):
+        return _of_policy(JitPolicy.parse(jit))
     if jit is not None:
         return JitOptions(enabled=bool(jit))
     level = config.graph_options.optimizer_options.global_jit_level
     if level != OptimizerOptions.DEFAULT:
         return JitOptions(enabled=level > 0)
-    env = os.environ.get("FLOWJIT_JIT", "").strip().lower()
-    if env == ALWAYS:
-        return JitOptions.always()
+    env = os.environ.get("FLOWJIT_JIT", "").strip()
     if env:
-        return JitOptions(enabled=env not in ("0", "false", "off", "no"))
+        return _of_policy(JitPolicy.parse(env))
     return JitOptions()
+
+
+def _of_policy(policy: JitPolicy) -> JitOptions:
+    return JitOptions.always() if policy is JitPolicy.ALWAYS else JitOptions(policy=policy)
 
 
 class TraceLevel(enum.IntEnum):

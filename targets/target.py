@@ -33,6 +33,12 @@ scheduling; a program that uses anything else runs with the ops' reference kerne
 
 `render(program, schedule, signature)` gives the text a person reads for explain/dump (the
 generated source) without building anything.
+
+`lookup(program, schedule, signature)` returns the `CompiledKernel` when the target has it
+without compiling (in memory or in its disk cache, or when building costs nothing, as for the
+reference interpreter), else None.  The runtime's tiered policy (runtime/clustering.py) asks
+it on a cluster's first run: a cached kernel runs from the first step, anything else is
+compiled in the background.
 """
 
 from __future__ import annotations
@@ -136,6 +142,7 @@ class Target:
     compile(program, schedule, signature) -> CompiledKernel
     cache_key(program, signature) -> str (hex digest)
     render(program, schedule, signature) -> str (the source a person reads)
+    lookup(program, schedule, signature) -> CompiledKernel | None (no compiling)
     """
 
     kind: TargetKind
@@ -144,6 +151,7 @@ class Target:
     compile: Callable
     cache_key: Callable
     render: Callable
+    lookup: Callable
     description: str = ""
 
     def __repr__(self):

@@ -25,7 +25,7 @@ def strict(monkeypatch):
 
 
 def on():
-    return tf.ConfigProto(jit=JitOptions(compile_after_runs=0, compile_after_seconds=0.0))
+    return tf.ConfigProto(jit=JitOptions(policy="always"))
 
 
 def cluster_steps(sess):

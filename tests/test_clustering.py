@@ -23,12 +23,12 @@ from flowjit import dtypes
 from flowjit.compiler.lowering import NotLowerable, lower_cluster
 from flowjit.ops import registry
 from flowjit.ops.registry import OpDef, Trait
-from flowjit.runtime import clustering
+from flowjit.runtime import clustering, compile_queue
 from flowjit.runtime.clustering import ClusterStep
 from flowjit.runtime.config import jit_options
 from samples import all_samples, draw_cases
 
-FORCE = tf.JitOptions(compile_after_runs=0, compile_after_seconds=0, min_ops=1)  # = always()
+FORCE = tf.JitOptions(policy="always", min_ops=1)  # = always()
 OFF = tf.ConfigProto(jit=False)
 
 
@@ -77,7 +77,7 @@ SAMPLES = all_samples()
 _BLOCKED = {Trait.STATEFUL, Trait.RUNTIME_VALUE, Trait.BLOCKING, Trait.COMMUNICATION}
 OP_TYPES = sorted(n for n in SAMPLES if not registry.lookup(n).traits & _BLOCKED)
 # clustered, but always run with the reference kernels
-INTERPRET = tf.JitOptions(compile_after_runs=0, compile_after_seconds=float("inf"), min_ops=1)
+INTERPRET = tf.JitOptions(from_cache=False, background_after_seconds=float("inf"), min_ops=1)
 
 
 def _draw(name, examples=4) -> list:
@@ -239,19 +239,22 @@ def test_independent_clusters_run_from_the_inter_op_pool():
 
 
 # --- policy and options -------------------------------------------------------------------
-def test_compiles_after_the_configured_runs_and_shares_kernels():
+def test_compiles_in_the_background_after_the_configured_runs_and_shares_kernels():
     x = tf.placeholder(tf.float32, [None])
     y = tf.exp(x) * 2.0
-    config = tf.ConfigProto(jit=tf.JitOptions(compile_after_runs=2, compile_after_seconds=0))
+    config = tf.ConfigProto(jit=tf.JitOptions(background_after_runs=2,
+                                              background_after_seconds=0, from_cache=False))
     with tf.Session(config=config) as sess:
         for runs in (1, 2):
             np.testing.assert_allclose(sess.run(y, {x: np.zeros(3, np.float32)}), [2.0] * 3)
             [step] = cluster_steps(sess)
-            assert step.kernels.compile_count == 0
-        sess.run(y, {x: np.zeros(3, np.float32)})
-        assert step.kernels.compile_count == 1
+            assert step.kernels.compile_count == 0 and not step.kernels.queued
+        sess.run(y, {x: np.zeros(3, np.float32)})       # the third run queues the compile
+        assert step.kernels.queued
+        assert compile_queue.wait_idle(timeout=300)
+        assert step.kernels.compile_count == 1 and step.kernels.compiled_runs == 0
         np.testing.assert_allclose(sess.run(y, {x: np.zeros(7, np.float32)}), [2.0] * 7)
-        assert step.kernels.compile_count == 1  # a new size is the same signature
+        assert step.kernels.compiled_runs == 1  # swapped in; a new size: the same signature
     with tf.Session(config=config) as sess:  # another session of the graph shares the kernel
         sess.run(y, {x: np.zeros(5, np.float32)})
         [other] = cluster_steps(sess)
@@ -262,12 +265,13 @@ def test_default_policy_leaves_small_and_short_lived_work_alone():
     x = tf.placeholder(tf.float32, [None])
     single = tf.exp(x)
     pair = tf.exp(x) * 2.0
-    with tf.Session() as sess:
+    with tf.Session(config=tf.ConfigProto(jit=tf.JitOptions(from_cache=False))) as sess:
         for _ in range(5):
             sess.run([single, pair], {x: np.ones(4, np.float32)})
         [step] = cluster_steps(sess)  # the lone Exp is not a cluster
         assert single.op not in step.ops and pair.op in step.ops
-        assert step.kernels.compile_count == 0  # 5 tiny runs never cost a compile's worth
+        # 5 tiny runs spend far less than background_after_seconds: no compile is started
+        assert step.kernels.compile_count == 0 and not step.kernels.queued
 
 
 def test_the_option_and_its_spellings(monkeypatch):
@@ -301,6 +305,13 @@ def test_compile_always_compiles_every_cluster_before_its_first_run(monkeypatch)
     assert not jit_options(tf.ConfigProto(jit=False)).enabled  # explicit settings still win
     monkeypatch.setenv("FLOWJIT_JIT", "1")
     assert jit_options(tf.ConfigProto()) == tf.JitOptions()
+    for spelling, policy in (("auto", tf.JitPolicy.AUTO), ("never", tf.JitPolicy.NEVER)):
+        monkeypatch.setenv("FLOWJIT_JIT", spelling)
+        assert jit_options(tf.ConfigProto()).policy is policy
+        assert jit_options(tf.ConfigProto(jit=spelling)).policy is policy
+    assert not jit_options(tf.ConfigProto(jit="never")).enabled
+    with pytest.raises(ValueError, match="unknown jit policy 'sometimes'"):
+        jit_options(tf.ConfigProto(jit="sometimes"))
     monkeypatch.setenv("FLOWJIT_JIT", "always")
     x = tf.placeholder(tf.float32, [None])
     y = tf.exp(x)                     # one op: a cluster under this policy only

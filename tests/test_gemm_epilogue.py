@@ -184,7 +184,7 @@ def test_fused_dense_layer_in_a_session_equals_the_reference_interpreter():
         w = tf.constant(rng.standard_normal((80, 60)).astype(np.float32))
         bias = tf.constant(rng.standard_normal(60).astype(np.float32))
         y = tf.nn.relu(tf.matmul(a, w) + bias)
-        eager = JitOptions(compile_after_runs=0, compile_after_seconds=0.0)
+        eager = JitOptions(policy="always")
         with tf.Session(config=tf.ConfigProto(jit=eager)) as compiled:
             got = compiled.run(y, {a: x})
         with tf.Session(config=tf.ConfigProto(jit=False)) as reference:

@@ -331,7 +331,7 @@ UNREAD_INPUT_WORKER = textwrap.dedent("""
     x = tf.placeholder(tf.float32, None)
     n = tf.size(x) + 1                     # a size-1 x folds away: the kernel never reads x
     y = tf.range(1, 10, 3) * 2 + 1         # a cluster without inputs
-    cfg = tf.ConfigProto(jit=tf.JitOptions(compile_after_seconds=0))
+    cfg = tf.ConfigProto(jit=tf.JitOptions(policy="always"))
     got = []
     with tf.Session(config=cfg) as s:
         for value in (np.ones([1], np.float32), np.float32(5.0)):

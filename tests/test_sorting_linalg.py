@@ -117,8 +117,7 @@ def test_singular_matrices_raise_numpys_error_under_jit():
 
 
 def _compiled_session():
-    return tf.Session(config=tf.ConfigProto(jit=JitOptions(compile_after_runs=0,
-                                                          compile_after_seconds=0.0)))
+    return tf.Session(config=tf.ConfigProto(jit=JitOptions(policy="always")))
 
 
 def test_tf_sort_and_linalg_compile_in_a_session_and_equal_the_reference():

@@ -95,29 +95,39 @@ def build_cached(program: Program, make_source, keyed: tuple | None = None) -> t
     possible; `make_source()` generates the source on a miss.  `keyed`: `kernel_key(program)`
     when the caller has it already."""
     key, material = keyed if keyed is not None else kernel_key(program)
-    hit = _built.get(key)
+    hit = cached(key, material)
     if hit is not None:
         return hit
-    files = cache.read_entry(key, material, ENTRY_FILES)
-    if files is not None:
-        source = files["source.py"].decode()
-        try:
-            kernel = native.NativeKernel(files, _lazy_build(source), ABI)
-            log.info("flowjit cache: loaded kernel %s from %s", key[:16], cache.cache_dir())
-            kernel = single_threaded_blas(kernel, source)
-            _built[key] = (kernel, source)
-            return kernel, source
-        except Exception as e:  # noqa: BLE001 - any failure to load means: rebuild
-            cache.STATS["rejected"] += 1
-            log.warning("flowjit cache: cannot load entry %s (%s: %s); recompiling",
-                        key[:16], type(e).__name__, e)
-            cache.discard_entry(key)
     source = make_source()
     if "prange(" in source:   # start the thread pool as every path does (thread_affinity.py)
         native.ensure_runtime(parallel=True)
     kernel = build_kernel(source)
     if cache.cache_dir() is not None:
         kernel = _with_entry(key, material, source, program, kernel)
+    kernel = single_threaded_blas(kernel, source)
+    _built[key] = (kernel, source)
+    return kernel, source
+
+
+def cached(key: str, material: dict) -> tuple | None:
+    """(kernel, source) built in this process or loaded from the disk cache (no numba, no
+    compile), else None."""
+    hit = _built.get(key)
+    if hit is not None:
+        return hit
+    files = cache.read_entry(key, material, ENTRY_FILES)
+    if files is None:
+        return None
+    source = files["source.py"].decode()
+    try:
+        kernel = native.NativeKernel(files, _lazy_build(source), ABI)
+    except Exception as e:  # noqa: BLE001 - any failure to load means: rebuild
+        cache.STATS["rejected"] += 1
+        log.warning("flowjit cache: cannot load entry %s (%s: %s); recompiling",
+                    key[:16], type(e).__name__, e)
+        cache.discard_entry(key)
+        return None
+    log.info("flowjit cache: loaded kernel %s from %s", key[:16], cache.cache_dir())
     kernel = single_threaded_blas(kernel, source)
     _built[key] = (kernel, source)
     return kernel, source

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ...compiler.schedule import ScheduleOptions
 from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS, REAL_DTYPES,
                       Capabilities, CompiledKernel, Target, TargetKind)
-from .build import build_cached, kernel_key
+from .build import build_cached, cached, kernel_key
 
 SCHEDULE_OPTIONS = ScheduleOptions(column_reductions=True, gemm_epilogues=True)
 
@@ -50,6 +50,18 @@ def compile_kernel(program, schedule, signature) -> CompiledKernel:
                           metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0]})
 
 
+def lookup_kernel(program, schedule, signature) -> CompiledKernel | None:
+    """The kernel of `program` if this process built it or the disk cache holds it (nothing
+    is compiled; numba is not imported), else None."""
+    keyed = kernel_key(program)
+    hit = cached(*keyed)
+    if hit is None:
+        return None
+    kernel, source = hit
+    return CompiledKernel(kernel, source, stages=(("loop IR", lambda: _loop_ir_text(schedule)),),
+                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0]})
+
+
 def _generate(schedule, stages: dict) -> str:
     # lazy on purpose: codegen imports numba, which a process loading every kernel from
     # the disk cache never needs (build.py)
@@ -67,5 +79,5 @@ def _loop_ir_text(schedule) -> str:
 
 TARGET = Target(kind=TargetKind.CPU, capabilities=CAPABILITIES,
                 schedule_options=SCHEDULE_OPTIONS, compile=compile_kernel,
-                cache_key=cache_key, render=render,
+                cache_key=cache_key, render=render, lookup=lookup_kernel,
                 description="numba: one generated function per cluster")

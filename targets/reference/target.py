@@ -54,5 +54,5 @@ CAPABILITIES = Capabilities(node_kinds=ALL_NODE_KINDS, scalar_ops=scalars.SUPPOR
 
 TARGET = Target(kind=TargetKind.REFERENCE, capabilities=CAPABILITIES,
                 schedule_options=ScheduleOptions(), compile=compile_kernel,
-                cache_key=cache_key, render=render,
+                cache_key=cache_key, render=render, lookup=compile_kernel,
                 description="NumPy interpreter of the kernel IR (the oracle; no numba)")

@@ -1,0 +1,108 @@
+"""The background compiler of the tiered jit policy (runtime/clustering.py, "auto").
+
+One daemon thread, started on the first job, compiles queued cluster signatures one at a
+time, always the job whose cluster has spent the most time in its reference kernels first
+(`priority()` is read when the thread picks, so a loop that keeps running moves up).  A job
+holds its cluster only weakly: when a graph and its sessions are gone, its queued jobs are
+dropped unrun.  The result is handed back through `done(result)`; the cluster installs it
+between two of its runs (never while it runs).  At interpreter exit the thread picks no
+new job (a compile in progress is abandoned: kernels reach the disk cache only complete).
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import threading
+from typing import Callable
+
+log = logging.getLogger("flowjit.jit")
+
+
+@dataclasses.dataclass
+class Job:
+    """One signature to compile: `work()` returns the result handed to `done`; `alive()`
+    says whether anyone still wants it; `priority()` orders the queue (highest first)."""
+
+    work: Callable
+    done: Callable
+    alive: Callable
+    priority: Callable
+
+
+_jobs: list = []
+_cond = threading.Condition()
+_thread: threading.Thread | None = None
+_stopping = False
+_busy = 0
+
+
+def submit(job: Job) -> None:
+    """Queue `job` for the background compiler thread (started on first use)."""
+    global _thread
+    with _cond:
+        if _stopping:
+            return
+        _jobs.append(job)
+        if _thread is None:
+            _thread = threading.Thread(target=_serve, name="flowjit-compiler", daemon=True)
+            _thread.start()
+        _cond.notify()
+
+
+def _next() -> Job | None:
+    """The live job of highest priority, removed from the queue (None when stopping)."""
+    global _busy
+    with _cond:
+        while True:
+            if _stopping:
+                return None
+            _jobs[:] = [j for j in _jobs if j.alive()]
+            if _jobs:
+                job = max(_jobs, key=lambda j: j.priority())
+                _jobs.remove(job)
+                _busy += 1
+                return job
+            _cond.wait()
+
+
+def _serve() -> None:
+    global _busy
+    while True:
+        job = _next()
+        if job is None:
+            return
+        try:
+            result = job.work()
+        except Exception as e:  # noqa: BLE001 - a failed job must not stop the thread
+            log.warning("flowjit: background compile failed: %r", e)
+            result = None
+        try:
+            job.done(result)
+        finally:
+            with _cond:
+                _busy -= 1
+                _cond.notify_all()
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+    """Block until no job is queued or compiling (tests and benchmarks); False on timeout."""
+    with _cond:
+        return _cond.wait_for(lambda: not _busy and not any(j.alive() for j in _jobs),
+                              timeout)
+
+
+def pending() -> int:
+    """Jobs queued or compiling now."""
+    with _cond:
+        return _busy + len(_jobs)
+
+
+@atexit.register
+def _stop() -> None:
+    global _stopping
+    with _cond:
+        _stopping = True
+        _jobs.clear()
+        _cond.notify_all()
