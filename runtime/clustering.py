@@ -33,7 +33,7 @@ cluster and signature, so the user's steps never wait for it by default:
   runs; variables are the same arrays either way, so stateful clusters swap safely), with
   one log line.  Its first `measure_runs` (3) runs are timed: if the best of them is slower
   than the best reference run, the cluster goes back to the reference kernels for good
-  ("never slower than NumPy"), with a log line and the reason in `describe()`;
+  ("never slower than NumPy"), with a log line and the reason in `explain()` (`Session.explain()`);
 - "always" (`JitOptions.always()`, `FLOWJIT_JIT=always`): every cluster, even of one op, is
   compiled before its first run: the tests' policy, so compiled kernels are what they compare;
 - the signature is compiler/tracing.py's `array_key` per input (dtype, rank, which sizes are
@@ -266,8 +266,12 @@ class ClusterStep:
             lines.append(f"{op.name} = {op.type}({', '.join(t.name for t in op.inputs)})"
                          f" -> {outs}")
         lines.append("outputs " + ", ".join(t.name for t in self.outputs))
-        lines += [f"signature {key}: {why}" for key, why in self.kernels.decisions.items()]
         return "\n".join(lines)
+
+    def explain(self) -> str:
+        """describe(), then per input signature which kernels run it and why."""
+        decisions = [f"signature {key}: {why}" for key, why in self.kernels.decisions.items()]
+        return "\n".join([self.describe()] + decisions)
 
 
 def array_key_of(arrays) -> tuple:
@@ -289,7 +293,7 @@ class _Kernels:
         self.ready: dict = {}     # signature -> a background compile's result, to install
         self.queued: set = set()  # signatures handed to the background compiler
         self.trials: dict = {}    # signature -> timings of a new kernel's first runs
-        self.decisions: dict = {}  # signature -> how it runs and why (describe())
+        self.decisions: dict = {}  # signature -> how it runs and why (explain())
         self.compile_count = 0
         self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
 

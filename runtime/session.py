@@ -100,6 +100,20 @@ class Session:
                                 if type(element) is Tensor else None)
         return structure.build(results)
 
+    def explain(self) -> str:
+        """How this session runs its steps so far: every compiled cluster of every plan run
+        (its inputs, ops and outputs), and per input signature whether its compiled kernel
+        or the reference kernels run, and why (the tiered policy's decisions)."""
+        steps, seen = [], set()
+        for plan in self._plans.values():
+            for node in plan.ops:
+                if isinstance(node, clustering.ClusterStep) and id(node) not in seen:
+                    seen.add(id(node))
+                    steps.append(node.explain())
+        if not steps:
+            return "no clusters: every op runs with its reference kernel"
+        return "\n\n".join(steps)
+
     def _fetch_structure(self, fetches):
         """(FetchStructure, its tensors, its operations, their ids): cached for fetches that
         are one Tensor/Operation or a flat list/tuple of them (the graph is append-only)."""

@@ -50,7 +50,7 @@ def _regression(config, steps: int, wait_at: int | None):
             losses.append(value)
             compiled_at.append(sum(s.kernels.compiled_runs for s in _steps(sess)))
         weights = sess.run([w, b])
-        described = "\n".join(s.describe() for s in _steps(sess))
+        described = sess.explain()
     return np.array(losses), weights, compiled_at, described
 
 
@@ -91,7 +91,7 @@ with tf.Session(config=tf.ConfigProto(jit=tf.JitOptions(background_after_seconds
                                   "compiled": step.kernels.compiled_runs,
                                   "ok": bool(np.allclose(first, np.tanh(feed[x]) * 3 + 1,
                                                          rtol=1e-5, atol=1e-6)),
-                                  "how": step.describe().splitlines()[-1]}))
+                                  "how": s.explain().splitlines()[-1]}))
 """
 
 
@@ -143,7 +143,8 @@ def test_a_compiled_kernel_slower_than_the_reference_is_dropped_and_says_why(mon
         for _ in range(6):
             np.testing.assert_allclose(sess.run(y, feed), np.exp(1.0) * 2 + 1, rtol=1e-6)
         [step] = _steps(sess)
+        explained = sess.explain()
     assert step.kernels.compiled_runs == 3         # the trial runs, then never again
     assert list(step.kernels.entries.values()) == [None]
-    assert "reference kernels: faster than the compiled kernel" in step.describe()
+    assert "reference kernels: faster than the compiled kernel" in explained
     assert any("faster than the compiled kernel" in r.getMessage() for r in caplog.records)
