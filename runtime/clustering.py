@@ -62,16 +62,14 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes
-from ..compiler.lowering import NotLowerable
-from ..compiler.pipeline import compile_cluster
 from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
-from . import cluster_updates, compile_queue, executor
+from . import cluster_updates, executor
+from .cluster_kernels import ClusterKernels
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
-from .config import JitOptions, JitPolicy
+from .config import JitOptions
 from .state import VariableRef
 from .targets import get_target
 
@@ -82,14 +80,13 @@ log = logging.getLogger("flowjit.jit")
 TRUSTED_FLAGS = 0x101
 
 STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
-SLOWER_MARGIN = 1.1  # a new kernel slower than this times the best reference run is dropped
 
 # numba's workqueue threading layer aborts when parallel kernels are launched from several
 # threads at once, and the inter-op pool may run two clusters side by side: one at a time.
 # (Each kernel is itself parallel over its outer loop, so little is lost.)
 _KERNEL_LOCK = threading.Lock()
 
-# graph -> {cluster key: _Kernels}: compiled kernels and run counts shared by all sessions
+# graph -> {cluster key: ClusterKernels}: compiled kernels and run counts shared by all sessions
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
@@ -174,7 +171,7 @@ class ClusterStep:
             values[op.outputs[0]] = VariableRef(state, op.name, op)
         arrays, key = self._inputs_and_signature(values, state)
         kernels = self.kernels
-        entry = kernels.entry(self, arrays, key) if key is not None else None
+        entry = kernels.entry(self, arrays, key, STRICT) if key is not None else None
         if entry is not None:
             timed = key in kernels.trials
             start = time.perf_counter() if timed else 0.0
@@ -279,152 +276,7 @@ def array_key_of(arrays) -> tuple:
     return tuple(array_key(a) for a in arrays)
 
 
-class _Kernels:
-    """Compiled kernels of one cluster, per signature, with what the policy needs to know:
-    each signature's reference runs and time, its queued compile, its trial timings."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.lock = threading.Lock()
-        self.runs: collections.Counter = collections.Counter()      # signature -> runs
-        self.seconds: collections.Counter = collections.Counter()   # ... -> reference time
-        self.best_reference: dict = {}   # signature -> fastest reference run (seconds)
-        self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
-        self.ready: dict = {}     # signature -> a background compile's result, to install
-        self.queued: set = set()  # signatures handed to the background compiler
-        self.trials: dict = {}    # signature -> timings of a new kernel's first runs
-        self.decisions: dict = {}  # signature -> how it runs and why (explain())
-        self.compile_count = 0
-        self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
-
-    def entry(self, step: ClusterStep, arrays, key):
-        """The compiled kernel for these inputs, or None to run the reference kernels."""
-        entry = self.entries.get(key, False)
-        if entry is not False:
-            return entry
-        with self.lock:
-            if key in self.entries:
-                return self.entries[key]
-            options = step.options
-            if options.policy is JitPolicy.ALWAYS:
-                self.entries[key] = entry = self._compile(step, _specs(arrays), key)
-                return entry
-            if key in self.ready:        # a background compile finished: swap it in now
-                return self._install(step, key, self.ready.pop(key))
-            self.runs[key] += 1
-            if self.runs[key] == 1 and options.from_cache:
-                found = self._compile(step, _specs(arrays), key, cached_only=True)
-                if found is not None or key in self.entries:   # cached, or not lowerable
-                    self.entries[key] = found
-                    if found is not None:
-                        self.decisions[key] = "compiled kernel from the kernel cache"
-                    return found
-            if (key not in self.queued
-                    and self.runs[key] - 1 >= options.background_after_runs
-                    and self.seconds[key] >= options.background_after_seconds):
-                self._queue(step, _specs(arrays), key)
-            return None
-
-    def interpreted(self, key, seconds: float) -> None:
-        """Account one run of `key` with the reference kernels."""
-        self.seconds[key] += seconds
-        best = self.best_reference.get(key)
-        if best is None or seconds < best:
-            self.best_reference[key] = seconds
-
-    def _queue(self, step, specs, key) -> None:
-        """Hand `key`'s compile to the background compiler."""
-        self.queued.add(key)
-        ref = weakref.ref(step)
-
-        def work():
-            alive = ref()
-            return None if alive is None else self._compile(alive, specs, key)
-
-        def done(result):
-            with self.lock:
-                if key not in self.entries:
-                    self.ready[key] = result
-
-        compile_queue.submit(compile_queue.Job(
-            work=work, done=done, alive=lambda: ref() is not None,
-            priority=lambda: self.seconds[key]))
-
-    def _install(self, step, key, compiled):
-        """Swap the background compile's result in for `key` (None: reference kernels)."""
-        self.entries[key] = compiled
-        if compiled is not None:
-            log.info("flowjit: %s (%s) now runs compiled, after %d reference runs",
-                     self.name, step._op_names(), self.runs[key])
-            if step.options.measure_runs > 0 and key in self.best_reference:
-                self.trials[key] = (step.options.measure_runs, [])
-            self.decisions[key] = "compiled kernel (compiled in the background)"
-        return compiled
-
-    def timed(self, key, seconds: float) -> None:
-        """One timed run of a new kernel; after `measure_runs` of them, keep the faster."""
-        with self.lock:
-            runs, trial = self.trials.get(key, (0, None))
-            if trial is None:
-                return
-            trial.append(seconds)
-            if len(trial) < runs:
-                return
-            del self.trials[key]
-            compiled, reference = min(trial), self.best_reference[key]
-            if compiled > SLOWER_MARGIN * reference:
-                self.entries[key] = None
-                why = (f"reference kernels: faster than the compiled kernel "
-                       f"({reference * 1e6:.1f} us against {compiled * 1e6:.1f} us per run)")
-                log.info("flowjit: %s signature %s runs with %s", self.name, key, why)
-            else:
-                why = (f"compiled kernel: {compiled * 1e6:.1f} us per run against "
-                       f"{reference * 1e6:.1f} us with the reference kernels")
-            self.decisions[key] = why
-
-    def _compile(self, step, specs, key, cached_only: bool = False):
-        """The compiled kernel (None: reference kernels, recorded in `entries` when the
-        cluster cannot be compiled); `cached_only`: look in the target's caches only."""
-        try:
-            compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
-                                       list(step.outputs), step.describe(),
-                                       target=get_target(step.options.target),
-                                       cached_only=cached_only)
-        except NotLowerable as e:
-            log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,
-                     step._op_names(), e)
-            self.entries[key] = None
-            self.decisions[key] = f"reference kernels: {e}"
-            return None
-        except Exception as e:  # noqa: BLE001 - a compiler bug must not break the program
-            if STRICT:
-                raise
-            log.warning("flowjit: compiling %s (%s) failed, using reference kernels: %r",
-                        self.name, step._op_names(), e)
-            self.entries[key] = None
-            self.decisions[key] = f"reference kernels: the compiler failed ({e!r})"
-            return None
-        if compiled is None:
-            return None
-        self.compile_count += 1
-        log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
-                 key)
-        return compiled
-
-    def give_up(self, key, reason: str):
-        """Run this signature with reference kernels from now on (a compiler failure)."""
-        self.entries[key] = None
-        self.decisions[key] = f"reference kernels: {reason}"
-        log.warning("flowjit: %s runs with reference kernels: %s", self.name, reason)
-
-
-def _specs(arrays) -> list:
-    """The compiler's input specs of a call: dtype and which sizes are 1, per array."""
-    return [(dtypes.as_dtype(a.dtype), tuple(1 if d == 1 else None for d in a.shape))
-            for a in arrays]
-
-
-def _shared_kernels(step: ClusterStep) -> _Kernels:
+def _shared_kernels(step: ClusterStep) -> ClusterKernels:
     """The kernel cache of this cluster, shared by every plan of the graph that has it."""
     graph = step.ops[0].graph
     # the target too: a reference-target kernel is not a CPU kernel (runtime/targets.py)
@@ -436,6 +288,6 @@ def _shared_kernels(step: ClusterStep) -> _Kernels:
             table = _SHARED[graph] = {}
         kernels = table.get(key)
         if kernels is None:
-            kernels = table[key] = _Kernels(f"cluster_{len(table)}")
+            kernels = table[key] = ClusterKernels(f"cluster_{len(table)}")
         return kernels
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 import flowjit as tf
-from flowjit.runtime import clustering, compile_queue
+from flowjit.runtime import cluster_kernels, compile_queue
 from flowjit.runtime.clustering import ClusterStep
 from flowjit.runtime.targets import get_target
 from flowjit.targets.target import TargetKind
@@ -129,7 +129,7 @@ def test_a_compiled_kernel_slower_than_the_reference_is_dropped_and_says_why(mon
         return dataclasses.replace(built, kernel=kernel)
 
     slow = dataclasses.replace(reference, compile=slow_compile, lookup=lambda *a: None)
-    monkeypatch.setattr(clustering, "get_target", lambda kind: slow)
+    monkeypatch.setattr(cluster_kernels, "get_target", lambda kind: slow)
     x = tf.placeholder(tf.float32, [None])
     y = tf.exp(x) * 2.0 + 1.0
     feed = {x: np.ones(8, np.float32)}
