@@ -6,7 +6,7 @@ time, always the job whose cluster has spent the most time in its reference kern
 holds its cluster only weakly: when a graph and its sessions are gone, its queued jobs are
 dropped unrun.  The result is handed back through `done(result)`; the cluster installs it
 between two of its runs (never while it runs).  At interpreter exit the thread picks no
-new job (a compile in progress is abandoned: kernels reach the disk cache only complete).
+new job, and waits for a compile in progress to finish (`_stop`).
 """
 
 from __future__ import annotations
@@ -99,10 +99,19 @@ def pending() -> int:
         return _busy + len(_jobs)
 
 
+EXIT_WAIT_SECONDS = 120.0   # at exit, how long a compile in progress may take to finish
+
+
 @atexit.register
 def _stop() -> None:
+    """At interpreter exit: drop queued jobs and let a compile in progress finish first (a
+    daemon thread stopped inside numba/LLVM while the interpreter tears down can crash the
+    process; the finished kernel also reaches the disk cache for the next run)."""
     global _stopping
     with _cond:
         _stopping = True
         _jobs.clear()
         _cond.notify_all()
+        if _busy:
+            log.info("flowjit: waiting for a background compile to finish before exit")
+            _cond.wait_for(lambda: not _busy, EXIT_WAIT_SECONDS)
