@@ -17,6 +17,8 @@ import logging
 import threading
 from typing import Callable
 
+from .targets import flush_caches
+
 log = logging.getLogger("flowjit.jit")
 
 
@@ -115,3 +117,6 @@ def _stop() -> None:
         if _busy:
             log.info("flowjit: waiting for a background compile to finish before exit")
             _cond.wait_for(lambda: not _busy, EXIT_WAIT_SECONDS)
+    # its cache entry is written by a thread started after the interpreter joined its
+    # threads: wait for it here, or the next run would compile again
+    flush_caches()

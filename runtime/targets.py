@@ -13,6 +13,7 @@ target.  Adding a target (CUDA) adds one row to `_TARGETS`; compiler/ does not c
 
 from __future__ import annotations
 
+from ..targets.cpu.build import wait_for_cache_writes
 from ..targets.cpu.target import TARGET as CPU
 from ..targets.reference.target import TARGET as REFERENCE
 from ..targets.target import Target, TargetKind
@@ -37,3 +38,8 @@ def get_target(value=DEFAULT) -> Target:
 def available() -> tuple:
     """The kinds of target this installation can compile for."""
     return tuple(_TARGETS)
+
+
+def flush_caches() -> None:
+    """Block until every kernel-cache entry this process started writing is on disk."""
+    wait_for_cache_writes()
