@@ -134,7 +134,6 @@ class JitOptions:
         return cls(policy=JitPolicy.ALWAYS, min_ops=kwargs.pop("min_ops", 1), **kwargs)
 
 
-ALWAYS = "always"  # FLOWJIT_JIT / ConfigProto(jit=...) value for JitOptions.always()
 
 
 class ConfigProto:
