@@ -26,6 +26,7 @@ from .core.ir_text import program_text
 from .lowering import NotLowerable, lower_cluster
 from .schedule import make_schedule
 from .signature import signature_of
+from .tiers import Tier
 
 PASSES = (
     ("constant_fold", passes.constant_fold),
@@ -103,11 +104,14 @@ def schedule_text(schedule) -> str:
 
 
 def compile_program(program, constants=(), stages: Stages | None = None, *, target,
-                    cached_only: bool = False):
+                    cached_only: bool = False, tier: Tier = Tier.OPTIMIZED,
+                    isolated: bool = False):
     """Optimize and schedule a kernel-IR program, and compile it with `target` (a target
     protocol object: module docstring).  NotLowerable when the target cannot render it.
     cached_only: return the kernel only if the target has it without compiling (its
-    caches: `Target.lookup`), else None."""
+    caches: `Target.lookup`), else None.  tier: how much the target optimizes
+    (compiler/tiers.py).  isolated: compile in a separate process where the target can
+    (the background compiles of the tiered policy: they must not hold this process's GIL)."""
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
     program, constants = drop_unused_constants(program, list(constants))
@@ -116,8 +120,11 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
         raise NotLowerable(f"the {target.kind.value} target cannot run this cluster: {missing}")
     schedule = make_schedule(program, target.schedule_options)
     stages.add("schedule", schedule_text(schedule))
-    build = target.lookup if cached_only else target.compile
-    compiled = build(program, schedule, signature_of(program))
+    if cached_only:
+        compiled = target.lookup(program, schedule, signature_of(program), tier=tier)
+    else:
+        compiled = target.compile(program, schedule, signature_of(program), tier=tier,
+                                  isolated=isolated)
     if compiled is None:
         return None
     for name, text in compiled.stages:
@@ -144,7 +151,8 @@ def drop_unused_constants(program, constants: list):
 
 
 def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text: str = "",
-                    donated=(), *, target, cached_only: bool = False):
+                    donated=(), *, target, cached_only: bool = False,
+                    tier: Tier = Tier.OPTIMIZED, isolated: bool = False):
     """Lower one cluster of graph ops and compile it with `target` (see compile_program;
     `cached_only`: None unless the target has the kernel without compiling).
     `donated`: (input position, output index) pairs whose input arrays the caller lets the
@@ -157,4 +165,4 @@ def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text:
         program = ir.Program(program.inputs, program.outputs, program.checks, donated)
     stages.add("lowered", program_text(program))
     return compile_program(program, [c for _, c in constants], stages, target=target,
-                           cached_only=cached_only)
+                           cached_only=cached_only, tier=tier, isolated=isolated)

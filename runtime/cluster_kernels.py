@@ -22,6 +22,7 @@ from ..compiler.lowering import NotLowerable
 from ..compiler.pipeline import compile_cluster
 from . import compile_queue
 from .config import JitPolicy
+from ..compiler.tiers import Tier
 from .targets import get_target
 
 log = logging.getLogger("flowjit.jit")
@@ -31,118 +32,175 @@ SLOWER_MARGIN = 1.1  # a new kernel slower than this times the best reference ru
 
 class ClusterKernels:
     """Compiled kernels of one cluster, per signature, with what the policy needs to know:
-    each signature's reference runs and time, its queued compile, its trial timings."""
+    each signature's reference runs and time, its queued compiles, its trial timings."""
 
     def __init__(self, name: str):
         self.name = name
         self.lock = threading.Lock()
         self.runs: collections.Counter = collections.Counter()      # signature -> runs
         self.seconds: collections.Counter = collections.Counter()   # ... -> reference time
-        self.best_reference: dict = {}   # signature -> fastest reference run (seconds)
+        self.best: dict = {}      # signature -> fastest run of what runs it now (seconds)
         self.entries: dict = {}   # signature -> CompiledCluster, or None (reference kernels)
-        self.ready: dict = {}     # signature -> a background compile's result, to install
-        self.queued: set = set()  # signatures handed to the background compiler
-        self.trials: dict = {}    # signature -> timings of a new kernel's first runs
+        self.tiers: dict = {}     # signature -> Tier of its compiled kernel
+        self.ready: dict = {}     # signature -> [(tier, result)] of background compiles
+        self.queued: set = set()  # (signature, tier) handed to the background compiler
+        self.specs: dict = {}     # signature -> the compiler's input specs
+        self.final: set = set()   # signatures that run with reference kernels for good
+        self.trials: dict = {}    # signature -> (runs, timings, entry replaced, its tier)
         self.decisions: dict = {}  # signature -> how it runs and why (explain())
         self.compile_count = 0
         self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
 
     def entry(self, step, arrays, key, strict: bool = False):
         """The compiled kernel for these inputs, or None to run the reference kernels."""
-        entry = self.entries.get(key, False)
-        if entry is not False:
-            return entry
+        if key not in self.ready:
+            entry = self.entries.get(key, False)
+            if entry is not False:
+                return entry
         with self.lock:
+            if key in self.ready:        # a background compile finished: swap it in now
+                for tier, result in self.ready.pop(key):
+                    self._install(step, key, tier, result)
+                return self.entries.get(key)
             if key in self.entries:
                 return self.entries[key]
             options = step.options
             if options.policy is JitPolicy.ALWAYS:
                 self.entries[key] = entry = self._compile(step, _specs(arrays), key, strict)
+                self._record_tier(key, entry)
                 return entry
-            if key in self.ready:        # a background compile finished: swap it in now
-                return self._install(step, key, self.ready.pop(key))
             self.runs[key] += 1
             if self.runs[key] == 1 and options.from_cache:
-                found = self._compile(step, _specs(arrays), key, strict, cached_only=True)
+                found = self._from_cache(step, _specs(arrays), key, strict)
                 if found is not None or key in self.entries:   # cached, or not lowerable
-                    self.entries[key] = found
-                    if found is not None:
-                        self.decisions[key] = "compiled kernel from the kernel cache"
                     return found
-            if (key not in self.queued
+            tier = Tier.QUICK if options.quick_tier else Tier.OPTIMIZED
+            if ((key, tier) not in self.queued
                     and self.runs[key] - 1 >= options.background_after_runs
                     and self.seconds[key] >= options.background_after_seconds):
-                self._queue(step, _specs(arrays), key, strict)
+                self._queue(step, _specs(arrays), key, tier, strict)
             return None
+
+    def _from_cache(self, step, specs, key, strict: bool):
+        """The optimized kernel, else the quick one, if the target has it without compiling;
+        running a quick one queues the optimized compile."""
+        tiers = (Tier.OPTIMIZED, Tier.QUICK) if step.options.quick_tier else (Tier.OPTIMIZED,)
+        for tier in tiers:
+            found = self._compile(step, specs, key, strict, cached_only=True, tier=tier)
+            if key in self.entries:   # not lowerable: reference kernels, recorded
+                return None
+            if found is not None:
+                self.entries[key] = found
+                self._record_tier(key, found)
+                self.decisions[key] = f"compiled kernel ({self.tiers[key].value} tier) from " \
+                                      "the kernel cache"
+                if self.tiers[key] is Tier.QUICK:
+                    self._queue(step, specs, key, Tier.OPTIMIZED, strict)
+                return found
+        return None
 
     def interpreted(self, key, seconds: float) -> None:
         """Account one run of `key` with the reference kernels."""
         self.seconds[key] += seconds
-        best = self.best_reference.get(key)
+        best = self.best.get(key)
         if best is None or seconds < best:
-            self.best_reference[key] = seconds
+            self.best[key] = seconds
 
-    def _queue(self, step, specs, key, strict: bool) -> None:
-        """Hand `key`'s compile to the background compiler."""
-        self.queued.add(key)
+    def _queue(self, step, specs, key, tier: Tier, strict: bool) -> None:
+        """Hand `key`'s compile at `tier` to the background compiler (a worker process
+        compiles it where the target can: Target.compile's `isolated`)."""
+        self.queued.add((key, tier))
         ref = weakref.ref(step)
 
         def work():
             alive = ref()
-            return None if alive is None else self._compile(alive, specs, key, strict)
+            return None if alive is None else self._compile(alive, specs, key, strict,
+                                                            tier=tier, isolated=True)
 
         def done(result):
             with self.lock:
-                if key not in self.entries:
-                    self.ready[key] = result
+                if key not in self.final:
+                    self.ready.setdefault(key, []).append((tier, result))
 
         compile_queue.submit(compile_queue.Job(
             work=work, done=done, alive=lambda: ref() is not None,
-            priority=lambda: self.seconds[key]))
+            priority=lambda: self.seconds[key] / (1 if tier is Tier.QUICK else 2),
+            isolated=get_target(step.options.target).isolates_compiles()))
 
-    def _install(self, step, key, compiled):
-        """Swap the background compile's result in for `key` (None: reference kernels)."""
+    def _install(self, step, key, tier: Tier, compiled) -> None:
+        """Swap a background compile's result in for `key` (None: nothing to install)."""
+        if compiled is None:
+            return
+        previous, previous_tier = self.entries.get(key), self.tiers.get(key)
         self.entries[key] = compiled
+        self._record_tier(key, compiled)
+        new_tier = self.tiers[key]
+        was = "reference kernels" if previous is None else f"its {previous_tier.value} kernel"
+        log.info("flowjit: %s (%s) now runs its %s compiled kernel, after %d runs with %s",
+                 self.name, step._op_names(), new_tier.value, self.runs[key], was)
+        if step.options.measure_runs > 0 and key in self.best:
+            self.trials[key] = (step.options.measure_runs, [], previous, previous_tier)
+        self.decisions[key] = f"compiled kernel ({new_tier.value} tier, compiled in the " \
+                              "background)"
+        specs = self.specs.get(key)
+        if new_tier is Tier.QUICK and specs is not None and \
+                (key, Tier.OPTIMIZED) not in self.queued:
+            self._queue(step, specs, key, Tier.OPTIMIZED, False)   # next, while this runs
+
+    def _record_tier(self, key, compiled) -> None:
         if compiled is not None:
-            log.info("flowjit: %s (%s) now runs compiled, after %d reference runs",
-                     self.name, step._op_names(), self.runs[key])
-            if step.options.measure_runs > 0 and key in self.best_reference:
-                self.trials[key] = (step.options.measure_runs, [])
-            self.decisions[key] = "compiled kernel (compiled in the background)"
-        return compiled
+            self.tiers[key] = Tier(compiled.metadata.get("tier", Tier.OPTIMIZED.value))
 
     def timed(self, key, seconds: float) -> None:
-        """One timed run of a new kernel; after `measure_runs` of them, keep the faster."""
+        """One timed run of a compiled kernel.  A new kernel is on trial: after
+        `measure_runs` runs, the faster of it and what ran before (the reference kernels or
+        the quick kernel) is kept."""
+        if key not in self.trials:   # the kernel that runs now: its best time
+            best = self.best.get(key)
+            if best is None or seconds < best:
+                self.best[key] = seconds
+            return
         with self.lock:
-            runs, trial = self.trials.get(key, (0, None))
+            runs, trial, previous, previous_tier = self.trials.get(key, (0, None, None, None))
             if trial is None:
                 return
             trial.append(seconds)
             if len(trial) < runs:
                 return
             del self.trials[key]
-            compiled, reference = min(trial), self.best_reference[key]
-            if compiled > SLOWER_MARGIN * reference:
-                self.entries[key] = None
-                why = (f"reference kernels: faster than the compiled kernel "
-                       f"({reference * 1e6:.1f} us against {compiled * 1e6:.1f} us per run)")
+            new, old = min(trial), self.best[key]
+            tier = self.tiers[key]
+            was = "the reference kernels" if previous is None else \
+                f"the {previous_tier.value} compiled kernel"
+            if new > SLOWER_MARGIN * old:
+                self.entries[key] = previous
+                if previous is None:
+                    self.tiers.pop(key, None)
+                else:
+                    self.tiers[key] = previous_tier
+                why = (f"{was}: faster than the {tier.value} compiled kernel "
+                       f"({old * 1e6:.1f} us against {new * 1e6:.1f} us per run)")
                 log.info("flowjit: %s signature %s runs with %s", self.name, key, why)
             else:
-                why = (f"compiled kernel: {compiled * 1e6:.1f} us per run against "
-                       f"{reference * 1e6:.1f} us with the reference kernels")
+                self.best[key] = new
+                why = (f"compiled kernel ({tier.value} tier): {new * 1e6:.1f} us per run "
+                       f"against {old * 1e6:.1f} us with {was}")
             self.decisions[key] = why
 
-    def _compile(self, step, specs, key, strict: bool, cached_only: bool = False):
+    def _compile(self, step, specs, key, strict: bool, cached_only: bool = False,
+                 tier: Tier = Tier.OPTIMIZED, isolated: bool = False):
         """The compiled kernel (None: reference kernels, recorded in `entries` when the
         cluster cannot be compiled); `cached_only`: look in the target's caches only."""
+        self.specs[key] = specs
         try:
             compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
                                        list(step.outputs), step.describe(),
                                        target=get_target(step.options.target),
-                                       cached_only=cached_only)
+                                       cached_only=cached_only, tier=tier, isolated=isolated)
         except NotLowerable as e:
             log.info("flowjit: %s (%s) runs with reference kernels: %s", self.name,
                      step._op_names(), e)
+            self.final.add(key)
             self.entries[key] = None
             self.decisions[key] = f"reference kernels: {e}"
             return None
@@ -151,8 +209,10 @@ class ClusterKernels:
                 raise
             log.warning("flowjit: compiling %s (%s) failed, using reference kernels: %r",
                         self.name, step._op_names(), e)
-            self.entries[key] = None
-            self.decisions[key] = f"reference kernels: the compiler failed ({e!r})"
+            if self.entries.get(key) is None:   # (a quick kernel running stays)
+                self.final.add(key)
+                self.entries[key] = None
+                self.decisions[key] = f"reference kernels: the compiler failed ({e!r})"
             return None
         if compiled is None:
             return None
@@ -163,7 +223,9 @@ class ClusterKernels:
 
     def give_up(self, key, reason: str):
         """Run this signature with reference kernels from now on (a compiler failure)."""
+        self.final.add(key)
         self.entries[key] = None
+        self.tiers.pop(key, None)
         self.decisions[key] = f"reference kernels: {reason}"
         log.warning("flowjit: %s runs with reference kernels: %s", self.name, reason)
 

@@ -28,12 +28,17 @@ cluster and signature, so the user's steps never wait for it by default:
   run the steps (op by op, inside the cluster's step), and once the signature has run
   `background_after_runs` (2) times and spent `background_after_seconds` (20 ms) in them,
   its compile is queued for the background compiler (runtime/compile_queue.py: one thread,
-  hottest cluster first), so a one-shot or tiny graph never costs a core for seconds.  The
-  finished kernel is installed at the start of the cluster's next run (never while it
-  runs; variables are the same arrays either way, so stateful clusters swap safely), with
-  one log line.  Its first `measure_runs` (3) runs are timed: if the best of them is slower
-  than the best reference run, the cluster goes back to the reference kernels for good
-  ("never slower than NumPy"), with a log line and the reason in `explain()` (`Session.explain()`);
+  hottest cluster first; the CPU target compiles in its compile worker process, so the
+  steps meanwhile keep this process's GIL and core), so a one-shot or tiny graph never
+  costs a core for seconds.  The first compile is of the quick tier (compiler/tiers.py:
+  serial loops, BLAS products, about 3x cheaper to compile); once installed, the optimized
+  kernel compiles next.  A finished kernel is installed at the start of the cluster's next
+  run (never while it runs; variables are the same arrays either way, so stateful clusters
+  swap safely), with one log line.  Its first `measure_runs` (3) runs are timed: if the
+  best of them is slower than the best run of what ran before (the reference kernels, or
+  the quick kernel), the cluster goes back to that ("never slower than NumPy"), with a log
+  line and the reason in `explain()` (`Session.explain()`).  A cached quick kernel runs
+  from the first step while the optimized one compiles;
 - "always" (`JitOptions.always()`, `FLOWJIT_JIT=always`): every cluster, even of one op, is
   compiled before its first run: the tests' policy, so compiled kernels are what they compare;
 - the signature is compiler/tracing.py's `array_key` per input (dtype, rank, which sizes are
@@ -173,10 +178,9 @@ class ClusterStep:
         kernels = self.kernels
         entry = kernels.entry(self, arrays, key, STRICT) if key is not None else None
         if entry is not None:
-            timed = key in kernels.trials
-            start = time.perf_counter() if timed else 0.0
+            start = time.perf_counter()
             outs = self._call(entry, arrays, key, values, state, deadline)
-            if timed and outs is not None:
+            if outs is not None:
                 kernels.timed(key, time.perf_counter() - start)
             if outs is not None:
                 kernels.compiled_runs += 1

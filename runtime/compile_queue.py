@@ -6,7 +6,9 @@ time, always the job whose cluster has spent the most time in its reference kern
 holds its cluster only weakly: when a graph and its sessions are gone, its queued jobs are
 dropped unrun.  The result is handed back through `done(result)`; the cluster installs it
 between two of its runs (never while it runs).  At interpreter exit the thread picks no
-new job, and waits for a compile in progress to finish (`_stop`).
+new job, and waits for a compile in progress in this process to finish (`_stop`); one in
+the compile worker process (a job marked `isolated`) goes on there without the parent and
+still reaches the disk cache.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Job:
     done: Callable
     alive: Callable
     priority: Callable
+    isolated: bool = False   # compiles in another process: exit need not wait for it
 
 
 _jobs: list = []
@@ -38,6 +41,7 @@ _cond = threading.Condition()
 _thread: threading.Thread | None = None
 _stopping = False
 _busy = 0
+_busy_here = 0   # of them, compiles running in this process (not in the compile worker)
 
 
 def submit(job: Job) -> None:
@@ -55,7 +59,7 @@ def submit(job: Job) -> None:
 
 def _next() -> Job | None:
     """The live job of highest priority, removed from the queue (None when stopping)."""
-    global _busy
+    global _busy, _busy_here
     with _cond:
         while True:
             if _stopping:
@@ -65,12 +69,13 @@ def _next() -> Job | None:
                 job = max(_jobs, key=lambda j: j.priority())
                 _jobs.remove(job)
                 _busy += 1
+                _busy_here += not job.isolated
                 return job
             _cond.wait()
 
 
 def _serve() -> None:
-    global _busy
+    global _busy, _busy_here
     while True:
         job = _next()
         if job is None:
@@ -85,6 +90,7 @@ def _serve() -> None:
         finally:
             with _cond:
                 _busy -= 1
+                _busy_here -= not job.isolated
                 _cond.notify_all()
 
 
@@ -114,9 +120,9 @@ def _stop() -> None:
         _stopping = True
         _jobs.clear()
         _cond.notify_all()
-        if _busy:
+        if _busy_here:
             log.info("flowjit: waiting for a background compile to finish before exit")
-            _cond.wait_for(lambda: not _busy, EXIT_WAIT_SECONDS)
+            _cond.wait_for(lambda: not _busy_here, EXIT_WAIT_SECONDS)
     # its cache entry is written by a thread started after the interpreter joined its
     # threads: wait for it here, or the next run would compile again
     flush_caches()

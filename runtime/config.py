@@ -105,6 +105,9 @@ class JitOptions:
     `background_after_seconds` in them (both 0: start on the first run), and a new kernel
     serves `measure_runs` timed runs before it is kept: if those are slower than the
     reference kernels were, the cluster goes back to them for good (0: keep it untimed).
+    quick_tier: the background compile makes a quick kernel first (serial loops, products
+    through BLAS: compiler/tiers.py), installs it, then compiles the optimized kernel in the
+    background and keeps whichever of the two measures faster (False: optimized only).
     min_ops: clusters with fewer non-constant ops stay plain ops.
     max_ops: the largest cluster (0: no limit).
     target: what compiles the clusters (runtime/targets.py): TargetKind.CPU (numba, the
@@ -118,6 +121,7 @@ class JitOptions:
     background_after_runs: int = 2
     background_after_seconds: float = 0.02
     measure_runs: int = 3
+    quick_tier: bool = True
     min_ops: int = 2
     max_ops: int = 0
     target: TargetKind = TargetKind.CPU

@@ -34,7 +34,12 @@ scheduling; a program that uses anything else runs with the ops' reference kerne
 `render(program, schedule, signature)` gives the text a person reads for explain/dump (the
 generated source) without building anything.
 
-`lookup(program, schedule, signature)` returns the `CompiledKernel` when the target has it
+The `tier` (compiler/tiers.py) says how much to optimize: a QUICK kernel is the one that
+compiles fastest, for the tiered policy's first compiled runs; tiers have their own cache
+keys.  `isolated=True` asks the target to compile in a separate process where it can (the
+tiered policy's background compiles: a compile holding this process's GIL would slow the
+steps that run meanwhile); the kernel returned serves this process all the same.
+`lookup(program, schedule, signature, tier)` returns the `CompiledKernel` when the target has it
 without compiling (in memory or in its disk cache, or when building costs nothing, as for the
 reference interpreter), else None.  The runtime's tiered policy (runtime/clustering.py) asks
 it on a cluster's first run: a cached kernel runs from the first step, anything else is
@@ -139,10 +144,12 @@ class CompiledKernel:
 class Target:
     """One target: its kind, capabilities and schedule requests, and its functions.
 
-    compile(program, schedule, signature) -> CompiledKernel
+    compile(program, schedule, signature, tier=Tier.OPTIMIZED, isolated=False)
+        -> CompiledKernel
     cache_key(program, signature) -> str (hex digest)
     render(program, schedule, signature) -> str (the source a person reads)
-    lookup(program, schedule, signature) -> CompiledKernel | None (no compiling)
+    lookup(program, schedule, signature, tier=Tier.OPTIMIZED) -> CompiledKernel | None
+        (no compiling)
     """
 
     kind: TargetKind
@@ -153,6 +160,8 @@ class Target:
     render: Callable
     lookup: Callable
     description: str = ""
+    isolates_compiles: Callable = lambda: False   # does compile(isolated=True) use another
+    # process now (the CPU target: when a disk cache is there to hand the kernel back)
 
     def __repr__(self):
         return f"<flowjit target {self.kind.value}>"

@@ -37,6 +37,7 @@ import logging
 import threading
 
 from ...compiler.core.ir import Program
+from ...compiler.tiers import Tier
 from . import cache, native   # native now, not at the first hit: code and key must agree
 from .blas_threads import single_threaded_blas
 from .matmul_code import gemm_mode, split_blocks
@@ -80,25 +81,34 @@ def build_kernel(source: str, name: str = "kernel"):
     return numba.njit(parallel=parallel, **NJIT_OPTIONS)(namespace[name])
 
 
-def kernel_key(program: Program) -> tuple:
-    """(cache key, key material) of `program`'s CPU kernel: the IR, this target's options
-    (the target's name among them: targets/target.py, "cache key") and the static material
-    (cache.py)."""
+def kernel_key(program: Program, tier: Tier = Tier.OPTIMIZED) -> tuple:
+    """(cache key, key material) of `program`'s CPU kernel at `tier`: the IR, this target's
+    options (the target's name among them: targets/target.py, "cache key") and the static
+    material (cache.py)."""
     material = cache.key_material(program, {**NJIT_OPTIONS, "abi": ABI, "target": "cpu",
                                             "split_blocks": split_blocks(),
-                                            "gemm": gemm_mode()})
+                                            "gemm": gemm_mode(), "tier": tier.value})
     return cache.key_of(material), material
 
 
-def build_cached(program: Program, make_source, keyed: tuple | None = None) -> tuple:
+def build_cached(program: Program, make_source, keyed: tuple | None = None,
+                 isolated: bool = False) -> tuple:
     """The kernel for `program` and its source, from the in-memory or disk cache when
     possible; `make_source()` generates the source on a miss.  `keyed`: `kernel_key(program)`
-    when the caller has it already."""
+    when the caller has it already.  `isolated`: on a miss, the compile worker process
+    (compile_worker.py) compiles the kernel into the disk cache, and this process loads it
+    from there; should that fail, or without a disk cache, it compiles here."""
     key, material = keyed if keyed is not None else kernel_key(program)
     hit = cached(key, material)
     if hit is not None:
         return hit
     source = make_source()
+    if isolated and cache.cache_dir() is not None:
+        from . import compile_worker  # lazy: that module imports this one
+        if compile_worker.compile_in_worker(source, key, material, kernel_io(program)):
+            hit = cached(key, material)
+            if hit is not None:
+                return hit
     if "prange(" in source:   # start the thread pool as every path does (thread_affinity.py)
         native.ensure_runtime(parallel=True)
     kernel = build_kernel(source)
@@ -140,9 +150,10 @@ def _with_entry(key: str, material: dict, source: str, program: Program, kernel)
     than numba's dispatcher, which would also compile the kernel again for read-only
     arrays), and a writer thread stores the cache entry.  Should the entry point fail,
     numba's dispatcher serves the calls and nothing is cached."""
-    kernel.compile(_signature(program))
+    io = kernel_io(program)
+    kernel.compile(_signature(io))
     try:
-        files = compile_entry(source, program, kernel)
+        files = compile_entry(source, io, kernel)
         entry = native.NativeKernel(files, lambda: kernel, ABI)
     except Exception as e:  # noqa: BLE001 - the kernel still works; only caching failed
         log.warning("flowjit cache: kernel %s not cached (%s: %s)", key[:16],
@@ -156,23 +167,47 @@ def _with_entry(key: str, material: dict, source: str, program: Program, kernel)
 
 
 def _store_entry(key: str, material: dict, files: dict) -> None:
-    """Write the cache entry (on a writer thread: the first result need not wait)."""
-    if cache.code_fingerprint() == material["flowjit_code"]:
-        cache.write_entry(key, material, files)
-    else:  # this process may run code older than the files: its key would lie
+    """Write the cache entry (on a writer thread: the first result need not wait); this
+    process may run code older than the files, and then its key would lie."""
+    store_entry(key, material, files)
+
+
+def kernel_io(program: Program) -> dict:
+    """What a kernel's entry point needs of `program`, as plain data (it travels to the
+    compile worker): (dtype name, rank) per input and output, and the donated pairs."""
+    return {"inputs": [(_np_name(n.dtype), len(n.shape)) for n in program.inputs],
+            "outputs": [(_np_name(n.dtype), len(n.shape)) for n in program.outputs],
+            "donated": [list(pair) for pair in program.donated]}
+
+
+def build_entry_files(source: str, io: dict) -> dict:
+    """Compile `source`'s kernel and its entry point; the files of its cache entry (what
+    the compile worker does with a request)."""
+    if "prange(" in source:
+        native.ensure_runtime(parallel=True)
+    kernel = build_kernel(source)
+    kernel.compile(_signature(io))
+    return compile_entry(source, io, kernel)
+
+
+def store_entry(key: str, material: dict, files: dict) -> bool:
+    """Write a cache entry if this process's code is the code the key was made with."""
+    if cache.code_fingerprint() != material["flowjit_code"]:
         log.info("flowjit cache: source files changed since this process started; "
                  "kernel %s not cached", key[:16])
+        return False
+    return cache.write_entry(key, material, files)
 
 
-def _signature(program: Program) -> tuple:
-    """numba argument types of the kernel of `program`: C-contiguous arrays."""
+def _signature(io: dict) -> tuple:
+    """numba argument types of a kernel with inputs `io["inputs"]`: C-contiguous arrays."""
     import numba  # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     import numpy as np
     # lazy: numba/LLVM load only when compiling (cached kernels run without them)
     from numba import types
 
-    return tuple(types.Array(numba.from_dtype(np.dtype(_np_name(n.dtype))), len(n.shape), "C")
-                 for n in program.inputs)
+    return tuple(types.Array(numba.from_dtype(np.dtype(dt)), rank, "C")
+                 for dt, rank in io["inputs"])
 
 
 def wait_for_cache_writes() -> None:
@@ -228,9 +263,9 @@ def entry_source(inputs, outputs) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_entry(source: str, program: Program, kernel) -> dict:
-    """Compile the C-ABI entry point of `kernel` (compiled already for `_signature(program)`);
-    the files of its cache entry.
+def compile_entry(source: str, io: dict, kernel) -> dict:
+    """Compile the C-ABI entry point of `kernel` (compiled already for `_signature(io)`;
+    `io`: kernel_io(program)); the files of its cache entry.
 
     The entry calls the kernel by its symbol, so compiling it costs a few hundred ms: its
     module holds the wrapper only.  Linking the kernel in (as a numba function calling
@@ -246,14 +281,14 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     from ._entry_intrinsics import (acquire_gil, array_at, box_outputs, kernel_caller,
                                     new_none, release_gil)
 
-    compiled = kernel.overloads[_signature(program)]
+    compiled = kernel.overloads[_signature(io)]
     symbol = compiled.fndesc.mangled_name
     address = compiled.library.get_pointer_to_function(symbol)
     if not address:
         raise LookupError(f"kernel symbol {symbol} has no address")
     native.ensure_runtime(parallel=False)["ll"].add_symbol(symbol, address)
-    inputs = [(_np_name(n.dtype), len(n.shape)) for n in program.inputs]
-    outputs = [(_np_name(n.dtype), len(n.shape)) for n in program.outputs]
+    inputs = [tuple(pair) for pair in io["inputs"]]
+    outputs = [tuple(pair) for pair in io["outputs"]]
     ret = compiled.signature.return_type
     namespace = {"np": np, "array_at": array_at,
                  "call_kernel": kernel_caller(symbol, compiled.signature.args, ret),
@@ -276,6 +311,6 @@ def compile_entry(source: str, program: Program, kernel) -> dict:
     outputs = [(np.dtype(str(t.dtype)).name, t.ndim) for t in getattr(ret, "types", ())]
     meta = {"abi": ABI, "entry": entry.native_name, "inputs": inputs, "outputs": outputs,
             "parallel": "prange(" in source, "symbols": sorted(symbols - defined),
-            "donated": [list(pair) for pair in program.donated]}
+            "donated": [list(pair) for pair in io["donated"]]}
     return {"kernel.o": bytes(kernel_obj), "entry.o": bytes(entry_obj),
             "kernel.json": json.dumps(meta).encode(), "source.py": source.encode()}

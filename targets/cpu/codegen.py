@@ -23,16 +23,21 @@ This module sees only kernel IR (`compiler.core.ir`) and the schedule; it knows 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ...compiler.core import ir
 from ...compiler.core.ir import NodeKind, Scalar
 from ...compiler.loop_ir import (Alloc, Call, Check, Comment, If, IndexOpKind, Int, Load,
-                                 LoopProgram, Return, Source, Var, index_op)
+                                 LoopKind, LoopProgram, Return, Source, StmtKind, Var,
+                                 index_op)
 from ...compiler.loop_text import loop_program_text
 from ...compiler.loop_tile import tile_nests
 from ...compiler.loop_verify import run_passes
+from ...compiler.loop_walk import map_body
 from ...compiler.schedule import Schedule, resolve
+from ...compiler.tiers import Tier
 from . import (library_code, matmul_code, parallel_budget, reduce_nests, render, row_jam,
                scalar_code, scatter_code, vector_width)
 from .emitter import Emitter, Names
@@ -56,9 +61,12 @@ LOOP_PASSES = (("tile", tile), ("jam_rows", row_jam.jam_rows), ("widen", vector_
 class Generator:
     """State of generating one kernel's loop program."""
 
-    def __init__(self, schedule: Schedule, name: str = "kernel", parallel_choice=None):
+    def __init__(self, schedule: Schedule, name: str = "kernel", parallel_choice=None,
+                 quick: bool = False):
         self.schedule = schedule
-        self.parallel_choice = parallel_choice  # indices of branch() calls made parallel
+        self.quick = quick   # Tier.QUICK: serial nests only, products through BLAS
+        self.parallel_choice = frozenset() if quick else parallel_choice  # indices of
+        # branch() calls made parallel
         self.parallel_requests: list = []       # (work estimate, surely large) per branch()
         self.program = schedule.program
         self.name = name
@@ -269,6 +277,21 @@ class Generator:
         return [If(large, tuple(parallel()), tuple(serial()))]
 
 
+def quick_loop_program(schedule: Schedule, name: str = "kernel") -> LoopProgram:
+    """The loop program of the quick tier (compiler/tiers.py): one serial version of every
+    nest, matrix products through one BLAS call each, and the loops that other code paths
+    (sorts, scatters, batched products) mark parallel made serial, so numba compiles no
+    parallel region at all (its parallel lowering is a third of a cold compile)."""
+    program = Generator(schedule, name, quick=True).generate()
+    return dataclasses.replace(program, body=map_body(program.body, _serial))
+
+
+def _serial(stmt) -> tuple:
+    if stmt.kind is StmtKind.LOOP and stmt.loop_kind is LoopKind.PARALLEL:
+        return (dataclasses.replace(stmt, loop_kind=LoopKind.SERIAL),)
+    return (stmt,)
+
+
 def loop_program(schedule: Schedule, name: str = "kernel") -> LoopProgram:
     """The kernel's loop program, before the CPU passes.  When more loop nests could run in
     parallel than MAX_PARALLEL_NESTS, it is generated again with the ones of the most work
@@ -286,16 +309,20 @@ def loop_program(schedule: Schedule, name: str = "kernel") -> LoopProgram:
     return second if len(again.parallel_requests) == len(requests) else program
 
 
-def lowered_loop_program(schedule: Schedule, name: str = "kernel") -> LoopProgram:
-    """The kernel's loop program after the CPU passes of LOOP_PASSES (verified after each
-    one when FLOWJIT_VERIFY_LOOP_IR is set: compiler/loop_verify.py)."""
+def lowered_loop_program(schedule: Schedule, name: str = "kernel",
+                         tier: Tier = Tier.OPTIMIZED) -> LoopProgram:
+    """The kernel's loop program at `tier` after the CPU passes of LOOP_PASSES (verified
+    after each one when FLOWJIT_VERIFY_LOOP_IR is set: compiler/loop_verify.py)."""
+    if tier is Tier.QUICK:
+        return run_passes(quick_loop_program(schedule, name), LOOP_PASSES)
     return run_passes(loop_program(schedule, name), LOOP_PASSES)
 
 
-def generate_source(schedule: Schedule, name: str = "kernel", stages=None) -> str:
-    """The Python source of the kernel module for `schedule`; with `stages` (a dict), its
-    loop program's text is recorded there under "loop IR"."""
-    program = lowered_loop_program(schedule, name)
+def generate_source(schedule: Schedule, name: str = "kernel", stages=None,
+                    tier: Tier = Tier.OPTIMIZED) -> str:
+    """The Python source of the kernel module for `schedule` at `tier`; with `stages` (a
+    dict), its loop program's text is recorded there under "loop IR"."""
+    program = lowered_loop_program(schedule, name, tier)
     if stages is not None:
         stages["loop IR"] = loop_program_text(program)
     return render.render(program)

@@ -77,6 +77,8 @@ def matmul_lines(gen, node) -> list:
     out = gen.buffers[id(node)]
     a_t = f"{a}.T" if ta else a
     b_t = f"{b}.T" if tb else b
+    if gen.quick:   # the quick tier: one BLAS call, no GEMM library, no parallel blocks
+        return stmts + [_call("np.dot", a_t, b_t, out)]
     m, n = node.shape
     narrow = narrow_columns(node.dtype.np_dtype.name) if gemm_mode() == "own" else 0
     k = node.inputs[0].shape[0 if ta else 1]
@@ -164,6 +166,8 @@ def _batched_lines(gen, node) -> list:
     count, m, n = (gen.size(d) for d in node.shape)
     k = gen.size(a_node.shape[-2 if ta else -1])
     work = index_op(MUL, count, m, n, k)
+    if gen.quick:
+        return stmts + [Loop(LoopKind.SERIAL, "bi", Int(0), count, (call,))]
     many = index_op(IndexOpKind.AND, index_op(IndexOpKind.GT, count, Int(1)),
                     index_op(GE, work, Int(SPLIT_MIN_WORK)))
     return stmts + [If(many, (Loop(LoopKind.PARALLEL, "bi", Int(0), count, (call,)),),

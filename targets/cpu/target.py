@@ -18,8 +18,10 @@ kernels.
 from __future__ import annotations
 
 from ...compiler.schedule import ScheduleOptions
+from ...compiler.tiers import Tier
 from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS, REAL_DTYPES,
                       Capabilities, CompiledKernel, Target, TargetKind)
+from . import cache
 from .build import build_cached, cached, kernel_key
 
 SCHEDULE_OPTIONS = ScheduleOptions(column_reductions=True, gemm_epilogues=True)
@@ -37,47 +39,61 @@ def cache_key(program, signature) -> str:
 
 def render(program, schedule, signature) -> str:
     """The numba source generated for `schedule` (nothing is compiled)."""
-    return _generate(schedule, {})
+    return _generate(schedule, Tier.OPTIMIZED, {})
 
 
-def compile_kernel(program, schedule, signature) -> CompiledKernel:
-    """The numba kernel of `program`, through the kernel caches (build.py)."""
-    keyed = kernel_key(program)
+def compile_kernel(program, schedule, signature, tier: Tier = Tier.OPTIMIZED,
+                   isolated: bool = False) -> CompiledKernel:
+    """The numba kernel of `program` at `tier`, through the kernel caches (build.py);
+    `isolated`: compiled by the compile worker process (compile_worker.py) when a disk
+    cache is there to hand the kernel back through.  A QUICK kernel whose source is the
+    OPTIMIZED one (static small sizes, no products) is built and reported as OPTIMIZED
+    (metadata "tier"), so the runtime does not compile it twice."""
     generated: dict = {}
-    kernel, source = build_cached(program, lambda: _generate(schedule, generated), keyed)
-    loop_ir = generated.get("loop IR") or (lambda: _loop_ir_text(schedule))
+    if tier is Tier.QUICK and _generate(schedule, Tier.QUICK, generated) == \
+            _generate(schedule, Tier.OPTIMIZED, {}):
+        tier = Tier.OPTIMIZED   # nothing to leave out: the quick kernel is the optimized one
+    keyed = kernel_key(program, tier)
+    kernel, source = build_cached(program, lambda: _generate(schedule, tier, generated), keyed,
+                                  isolated=isolated)
+    loop_ir = generated.get("loop IR") or (lambda: _loop_ir_text(schedule, tier))
     return CompiledKernel(kernel, source, stages=(("loop IR", loop_ir),),
-                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0]})
+                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0],
+                                    "tier": tier.value})
 
 
-def lookup_kernel(program, schedule, signature) -> CompiledKernel | None:
-    """The kernel of `program` if this process built it or the disk cache holds it (nothing
-    is compiled; numba is not imported), else None."""
-    keyed = kernel_key(program)
+def lookup_kernel(program, schedule, signature,
+                  tier: Tier = Tier.OPTIMIZED) -> CompiledKernel | None:
+    """The kernel of `program` at `tier` if this process built it or the disk cache holds
+    it (nothing is compiled; numba is not imported), else None."""
+    keyed = kernel_key(program, tier)
     hit = cached(*keyed)
     if hit is None:
         return None
     kernel, source = hit
-    return CompiledKernel(kernel, source, stages=(("loop IR", lambda: _loop_ir_text(schedule)),),
-                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0]})
+    return CompiledKernel(kernel, source,
+                          stages=(("loop IR", lambda: _loop_ir_text(schedule, tier)),),
+                          metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0],
+                                    "tier": tier.value})
 
 
-def _generate(schedule, stages: dict) -> str:
+def _generate(schedule, tier: Tier, stages: dict) -> str:
     # lazy on purpose: codegen imports numba, which a process loading every kernel from
     # the disk cache never needs (build.py)
     from .codegen import generate_source  # lazy: that module imports numba
 
-    return generate_source(schedule, stages=stages)
+    return generate_source(schedule, stages=stages, tier=tier)
 
 
-def _loop_ir_text(schedule) -> str:
+def _loop_ir_text(schedule, tier: Tier) -> str:
     """The loop IR of a kernel loaded from the cache, built when someone asks for it."""
     generated: dict = {}
-    _generate(schedule, generated)
+    _generate(schedule, tier, generated)
     return generated["loop IR"]
 
 
 TARGET = Target(kind=TargetKind.CPU, capabilities=CAPABILITIES,
                 schedule_options=SCHEDULE_OPTIONS, compile=compile_kernel,
                 cache_key=cache_key, render=render, lookup=lookup_kernel,
-                description="numba: one generated function per cluster")
+                description="numba: one generated function per cluster",
+                isolates_compiles=lambda: cache.cache_dir() is not None)

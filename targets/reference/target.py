@@ -37,8 +37,9 @@ def render(program, schedule, signature) -> str:
             + program_text(program))
 
 
-def compile_kernel(program, schedule, signature) -> CompiledKernel:
-    """A kernel interpreting `program` (nothing is built)."""
+def compile_kernel(program, schedule, signature, tier=None, isolated=False) -> CompiledKernel:
+    """A kernel interpreting `program` (nothing is built; the tier and isolation make no
+    difference here)."""
 
     def kernel(*arrays):
         return interpreter.run(program, schedule, arrays)
