@@ -82,6 +82,10 @@ class Trace:
     writebacks: list = dataclasses.field(default_factory=list)
     # (placeholder index, output index): arguments the function mutated; the output holds
     # the final contents to copy back into the caller's array
+    numpy_code: bool = False
+    # the function is ordinary NumPy code: its results came through the NumPy front end
+    # (traced arrays), so calling it with NumPy arrays computes the same thing (no flowjit
+    # ops building a graph; draws from captured random generators are graph breaks)
 
 
 def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trace:
@@ -117,13 +121,28 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
         result = traced_copy(fn)(*t_args, **t_kwargs)
         generators.check()
         outputs, constants = [], []
+        numpy_code = _numpy_results(result)
         template = _flatten(result, outputs, constants)
         writebacks = []
         for buf in buffers:
             if buf.version:
                 writebacks.append((buf.arg, len(outputs)))
                 outputs.append(buf.tensor)
-    return Trace(graph, placeholders, specs, outputs, template, constants, writebacks)
+    return Trace(graph, placeholders, specs, outputs, template, constants, writebacks,
+                 numpy_code)
+
+
+def _numpy_results(x) -> bool:
+    """Whether result `x` holds no graph tensor made by flowjit ops directly (only traced
+    NumPy arrays, arrays and Python values), and at least one traced array."""
+    if isinstance(x, Tensor):
+        return False
+    if hasattr(x, "_as_graph_tensor"):
+        return True
+    items = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()
+    found = [_numpy_results(v) for v in items
+             if isinstance(v, (Tensor, dict, list, tuple)) or hasattr(v, "_as_graph_tensor")]
+    return bool(found) and all(found)
 
 
 def _flatten(x, outputs, constants):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
+from .config import ConfigProto, JitPolicy, jit_options
 from .session import Session
 from .targets import DEFAULT as DEFAULT_TARGET
 from .targets import get_target, target_kind
@@ -43,6 +45,8 @@ log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
 _TRUSTED = 0x101  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (and dtype.isnative)
 _SEEN_LIMIT = 256  # remembered argument layouts per function (then the memo starts over)
+MEASURE_RUNS = 3   # timed calls of each kind before a new signature's kernel is kept
+SLOWER_MARGIN = 1.1  # a kernel slower than this times plain NumPy is dropped
 
 
 def graph_text(graph) -> str:
@@ -164,19 +168,50 @@ class _Interpreted:
 
 
 class _Python:
-    """An entry that runs the function as plain Python (after a graph break)."""
+    """An entry that runs the function as plain Python (after a graph break, or when it
+    measured faster than its compiled kernel: `measured`)."""
 
     python = True
 
-    def __init__(self, fn, reason: str):
+    def __init__(self, fn, reason: str, measured: bool = False):
         self.fn = fn
         self.reason = reason
+        self.measured = measured
         self.trace = None
 
     def __call__(self, args):
         return self.fn(*args)
 
     call_checked = __call__
+
+
+class _Trial:
+    """A new compiled entry of ordinary NumPy code on trial: its first calls alternate
+    between the compiled kernel and the plain function, each timed, and after
+    `runs` of each the faster is kept for good (`JitFunction._decide`): a user never pays
+    for compiling code NumPy runs faster.  Only calls of positional arrays are timed (the
+    fast path, which gets the function's own arguments); others run compiled."""
+
+    python = False
+
+    def __init__(self, owner, key, compiled: _Compiled, runs: int):
+        self.owner, self.key, self.compiled = owner, key, compiled
+        self.trace = compiled.trace
+        self.runs = runs
+        self.times: tuple = ([], [])   # (compiled, plain Python) seconds per call
+
+    def __call__(self, arrays):
+        return self.compiled(arrays)
+
+    def call_checked(self, args):
+        kernel_times, python_times = self.times
+        plain = len(python_times) < len(kernel_times)
+        start = time.perf_counter()
+        result = self.owner.fn(*args) if plain else self.compiled.call_checked(args)
+        (python_times if plain else kernel_times).append(time.perf_counter() - start)
+        if len(python_times) >= self.runs:
+            self.owner._decide(self)
+        return result
 
 
 def _aliased_writes(writebacks, arrays) -> bool:
@@ -244,10 +279,12 @@ def _arrays(args, kwargs, static_names, originals=None):
 class JitFunction:
     """A traced-and-compiled version of a Python function (see `flowjit.jit`)."""
 
-    def __init__(self, fn, static_argnames=(), fallback=True, target=DEFAULT_TARGET):
+    def __init__(self, fn, static_argnames=(), fallback=True, target=DEFAULT_TARGET,
+                 measure_runs: int | None = None):
         self.fn = fn
         self.static_argnames = frozenset(static_argnames or ())
         self.fallback = fallback
+        self.measure_runs = measure_runs
         self.target = get_target(target)   # a name is turned into the target at once
         self.exact_shapes = False   # set once the function reads sizes (NumPy-style code)
         self._entries: dict = {}
@@ -415,6 +452,10 @@ class JitFunction:
                                       target=self.target)
             entry = _Compiled(cluster, tr)
             log.info("flowjit.jit: compiled %s (%s)", self.__name__, reason)
+            runs = MEASURE_RUNS if self.measure_runs is None else self.measure_runs
+            if runs > 0 and tr.numpy_code and not tr.writebacks and \
+                    jit_options(ConfigProto()).policy is not JitPolicy.ALWAYS:
+                entry = _Trial(self, key, entry, runs)
         except NotLowerable as e:
             entry = _Interpreted(tr, str(e))
             log.warning("flowjit.jit: %s runs with reference kernels, not compiled: %s (%s)",
@@ -422,6 +463,26 @@ class JitFunction:
         self.compile_count += 1
         self._entries[key] = entry
         return entry, key
+
+    def _decide(self, trial: _Trial) -> None:
+        """End `trial`: keep the compiled kernel unless the plain function was faster by
+        more than SLOWER_MARGIN, with the reason in `lower()` and a log line."""
+        with self._build_lock:
+            if self._entries.get(trial.key) is not trial:
+                return
+            kernel, python = (min(t) for t in trial.times)
+            if kernel > SLOWER_MARGIN * python:
+                why = (f"plain NumPy measured faster than the compiled kernel "
+                       f"({python * 1e6:.1f} us against {kernel * 1e6:.1f} us per call)")
+                entry = _Python(self.fn, why, measured=True)
+                log.info("flowjit.jit: %s runs as plain Python: %s", self.__name__, why)
+            else:
+                entry = trial.compiled
+                entry.cluster.stages.add("measured", (
+                    f"compiled kernel kept: {kernel * 1e6:.1f} us per call against "
+                    f"{python * 1e6:.1f} us for plain NumPy"))
+            self._entries[trial.key] = entry
+            self._seen.clear()
 
     def lower(self, *args, **kwargs):
         """Everything the compiler did for these arguments: a `Lowered` report."""
@@ -435,13 +496,16 @@ class Lowered:
 
     def __init__(self, entry):
         self.entry = entry
+        if isinstance(entry, _Trial):
+            entry = entry.compiled
         if isinstance(entry, _Compiled):
             self.stages = entry.cluster.stages
             self.source = entry.cluster.source
             self.compiled = True
         elif isinstance(entry, _Python):
             self.stages = Stages()
-            self.stages.add("not traced", f"runs as plain Python: {entry.reason}")
+            self.stages.add("not compiled" if entry.measured else "not traced",
+                            f"runs as plain Python: {entry.reason}")
             self.source = None
             self.compiled = False
         else:
@@ -463,7 +527,8 @@ class Lowered:
         return str(self.stages)
 
 
-def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu"):
+def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu",
+        measure_runs: int | None = None):
     """Compile `fn` on first call per signature: Python code using flowjit ops, or ordinary
     NumPy code (np.* functions, methods, operators, indexing, in-place updates).
 
@@ -474,8 +539,12 @@ def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu"):
     with one warning saying why; `fallback=False` raises `errors.UnimplementedError`.
     `target` picks what compiles it (runtime/targets.py): "cpu" (numba, the default) or
     "reference" (the NumPy interpreter of the kernel IR, no numba); ValueError for others.
+    `measure_runs` (None: MEASURE_RUNS, 3): the first calls of a new signature of ordinary NumPy code alternate
+    between the compiled kernel and the plain function, `measure_runs` of each, timed; the
+    faster is kept (`lower()` says which and why), so compiling never makes a function
+    slower than NumPy.  0 (or FLOWJIT_JIT=always): always the compiled kernel.
     """
     target = target_kind(target)   # strings end at the API
     if fn is None:
-        return lambda f: JitFunction(f, static_argnames, fallback, target)
-    return JitFunction(fn, static_argnames, fallback, target)
+        return lambda f: JitFunction(f, static_argnames, fallback, target, measure_runs)
+    return JitFunction(fn, static_argnames, fallback, target, measure_runs)

@@ -1,5 +1,8 @@
-"""Shared test set-up: a fresh default graph per test, strict kernel-output checking, and
-the loop IR verified after every loop-IR pass (compiler/loop_verify.py)."""
+"""Shared test set-up: a fresh default graph per test, strict kernel-output checking, the
+loop IR verified after every loop-IR pass (compiler/loop_verify.py), and no timed trial of
+jitted functions against plain NumPy (runtime/jit.py's MEASURE_RUNS): the differential
+tests compare compiled kernels with NumPy, and a trial could keep plain NumPy on a loaded
+machine; tests/test_jit_trial.py tests the trial itself."""
 
 import os
 
@@ -9,6 +12,9 @@ os.environ.setdefault("FLOWJIT_VERIFY_LOOP_IR", "1")
 
 import flowjit as tf
 from flowjit.runtime import executor
+from flowjit.runtime import jit as jit_module
+
+jit_module.MEASURE_RUNS = 0
 
 
 @pytest.fixture(autouse=True)
