@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 import weakref
 
 from .. import dtypes
@@ -48,6 +49,7 @@ class ClusterKernels:
         self.final: set = set()   # signatures that run with reference kernels for good
         self.trials: dict = {}    # signature -> (runs, timings, entry replaced, its tier)
         self.decisions: dict = {}  # signature -> how it runs and why (explain())
+        self.compile_seconds: dict = {}   # signature -> {tier name: seconds to compile}
         self.compile_count = 0
         self.compiled_runs = 0   # calls served by a compiled kernel (a statistic for tests)
 
@@ -192,6 +194,7 @@ class ClusterKernels:
         """The compiled kernel (None: reference kernels, recorded in `entries` when the
         cluster cannot be compiled); `cached_only`: look in the target's caches only."""
         self.specs[key] = specs
+        started = time.perf_counter()
         try:
             compiled = compile_cluster(list(step.compiled_ops), list(step.inputs), specs,
                                        list(step.outputs), step.describe(),
@@ -216,10 +219,22 @@ class ClusterKernels:
             return None
         if compiled is None:
             return None
+        if not cached_only:
+            got = compiled.metadata.get("tier", tier.value)
+            self.compile_seconds.setdefault(key, {})[got] = time.perf_counter() - started
         self.compile_count += 1
         log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
                  key)
         return compiled
+
+    def explain(self, key) -> str:
+        """How signature `key` runs and why, with its compile times (a kernel from the
+        cache took none; one in the compile worker is timed as this process waited)."""
+        why = self.decisions.get(key, "reference kernels (not compiled yet)")
+        times = self.compile_seconds.get(key)
+        if times:
+            why += "; compile time: " + ", ".join(f"{t} {s:.2f} s" for t, s in times.items())
+        return why
 
     def give_up(self, key, reason: str):
         """Run this signature with reference kernels from now on (a compiler failure)."""

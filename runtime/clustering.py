@@ -271,7 +271,9 @@ class ClusterStep:
 
     def explain(self) -> str:
         """describe(), then per input signature which kernels run it and why."""
-        decisions = [f"signature {key}: {why}" for key, why in self.kernels.decisions.items()]
+        kernels = self.kernels
+        keys = list(kernels.decisions) + [k for k in kernels.runs if k not in kernels.decisions]
+        decisions = [f"signature {key}: {kernels.explain(key)}" for key in keys]
         return "\n".join([self.describe()] + decisions)
 
 
