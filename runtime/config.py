@@ -18,6 +18,10 @@ clustering.py has the details):
   even a single op, is compiled before its first run, with no reference-kernel tier first
   (the tests use it so compiled kernels really run);
 - "never" (`ConfigProto(jit="never")` or `jit=False`): no clusters; ops run one by one.
+
+Graph rewrites of each plan (runtime/graph_optimizer.py: CSE and constant folding) follow
+TensorFlow's OptimizerOptions: `opt_level` L1 (the default) turns both on, L0 leaves each to
+its `do_*` flag; `graph_rewrites(config)` resolves them into a `GraphRewrites`.
 """
 
 from __future__ import annotations
