@@ -198,7 +198,8 @@ def fold_constants(view: PlanGraph, max_bytes: int) -> PlanGraph:
 def _evaluate(op, view: PlanGraph, preset, max_bytes):
     """`op`'s outputs as read-only arrays if it folds, else None."""
     if (not op.inputs or op.control_inputs or not _pure(op) or not op.outputs
-            or any(t in view.fed for t in op.outputs)):
+            or any(t in view.fed for t in op.outputs)
+            or sum(_static_bytes(t) for t in op.outputs) > max_bytes):
         return None
     values = {}
     for t in op.inputs:
@@ -214,6 +215,13 @@ def _evaluate(op, view: PlanGraph, preset, max_bytes):
     if not all(type(v) is np.ndarray for v in outs) or sum(v.nbytes for v in outs) > max_bytes:
         return None
     return [_read_only(v) for v in outs]
+
+
+def _static_bytes(tensor) -> int:
+    """The size of `tensor` as far as its static shape tells (unknown sizes count 0), so a
+    result known to be too large is never computed here."""
+    dims = tensor.shape.as_list() if tensor.shape.ndims is not None else []
+    return int(np.prod([d or 0 for d in dims])) * tensor.dtype.np_dtype.itemsize
 
 
 def _constant_value(tensor, fed, preset):

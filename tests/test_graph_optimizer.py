@@ -214,6 +214,24 @@ def test_folding_respects_the_size_cap():
         assert only_plan(sess).rewrites.folded == 2 and plan_types(sess) == []
 
 
+# a test-only pure op that counts its kernel's calls
+COPY = OpDef("TestCopy", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+             lambda ctx, inputs, attrs: RUNS.append(ctx.op.name) or [inputs[0] + 0])
+
+
+def test_a_result_statically_over_the_cap_is_not_computed_when_planning():
+    big = tf.constant(np.ones((100, 100)))
+    copy = big.graph.create_op(COPY, [big], {}, "copy").outputs[0]
+    small = tf.constant([1.0, 2.0])
+    small_copy = small.graph.create_op(COPY, [small], {}, "small_copy").outputs[0]
+    with tf.Session(config=config(max_folded_constant_in_bytes=1000)) as sess:
+        RUNS.clear()
+        sess.run([copy, small_copy])
+        assert sorted(RUNS) == ["copy", "small_copy"]      # small_copy: when planning
+        sess.run([copy, small_copy])
+        assert sorted(RUNS) == ["copy", "copy", "small_copy"]
+
+
 def test_a_kernel_error_in_a_constant_subgraph_is_still_raised_when_run():
     bad = tf.truncatediv(tf.constant(1), tf.constant(0), name="bad")
     for cfg in (OFF, ON):
