@@ -18,6 +18,10 @@ clustering.py has the details):
   even a single op, is compiled before its first run, with no reference-kernel tier first
   (the tests use it so compiled kernels really run);
 - "never" (`ConfigProto(jit="never")` or `jit=False`): no clusters; ops run one by one.
+
+Graph rewrites of each plan (runtime/graph_optimizer.py: CSE and constant folding) follow
+TensorFlow's OptimizerOptions: `opt_level` L1 (the default) turns both on, L0 leaves each to
+its `do_*` flag; `graph_rewrites(config)` resolves them into a `GraphRewrites`.
 """
 
 from __future__ import annotations
@@ -38,26 +42,48 @@ class GPUOptions:
 
 
 class OptimizerOptions:
-    """Graph optimizer options; flowjit acts on `global_jit_level` (auto-clustering).
+    """Graph optimizer options, with TensorFlow's fields and defaults (config.proto).
 
-    DEFAULT (0) leaves the choice to flowjit's default, OFF (-1) disables clustering, ON_1
-    and ON_2 enable it.  `do_common_subexpression_elimination`, `do_constant_folding` and
-    `opt_level` are accepted and ignored (the compiler always does both inside clusters).
+    Graph rewrites before a plan runs (runtime/graph_optimizer.py):
+    `do_common_subexpression_elimination`, `do_constant_folding` and
+    `max_folded_constant_in_bytes` (0: 10 MiB, TensorFlow's cap).  `opt_level` L1 (the
+    default) turns both rewrites on whatever the two flags say; L0 leaves each to its flag
+    (False unless set), as TensorFlow's GraphOptimizer does.
+    `global_jit_level` switches auto-clustering: DEFAULT leaves the choice to flowjit's
+    default, OFF disables clustering, ON_1 and ON_2 enable it.
+    `do_function_inlining` is accepted and ignored (flowjit has no graph functions).
     """
 
-    DEFAULT = 0
-    OFF = -1
-    ON_1 = 1
-    ON_2 = 2
-    L1 = 0
-    L0 = -1
+    class Level(enum.IntEnum):
+        """TensorFlow's OptimizerOptions.Level."""
+
+        L1 = 0    # the default: CSE and constant folding
+        L0 = -1   # no optimization unless a do_* flag asks for it
+
+    class GlobalJitLevel(enum.IntEnum):
+        """TensorFlow's OptimizerOptions.GlobalJitLevel."""
+
+        DEFAULT = 0
+        OFF = -1
+        ON_1 = 1
+        ON_2 = 2
+
+    DEFAULT = GlobalJitLevel.DEFAULT
+    OFF = GlobalJitLevel.OFF
+    ON_1 = GlobalJitLevel.ON_1
+    ON_2 = GlobalJitLevel.ON_2
+    L1 = Level.L1
+    L0 = Level.L0
 
     def __init__(self, do_common_subexpression_elimination=False, do_constant_folding=False,
-                 opt_level=0, global_jit_level=0, **kwargs):
-        self.do_common_subexpression_elimination = do_common_subexpression_elimination
-        self.do_constant_folding = do_constant_folding
-        self.opt_level = opt_level
-        self.global_jit_level = int(global_jit_level)
+                 opt_level=Level.L1, global_jit_level=GlobalJitLevel.DEFAULT,
+                 max_folded_constant_in_bytes=0, do_function_inlining=False, **kwargs):
+        self.do_common_subexpression_elimination = bool(do_common_subexpression_elimination)
+        self.do_constant_folding = bool(do_constant_folding)
+        self.max_folded_constant_in_bytes = int(max_folded_constant_in_bytes)
+        self.do_function_inlining = bool(do_function_inlining)
+        self.opt_level = self.Level(int(opt_level))
+        self.global_jit_level = self.GlobalJitLevel(int(global_jit_level))
 
 
 class GraphOptions:
@@ -187,6 +213,40 @@ def jit_options(config: ConfigProto) -> JitOptions:
 
 def _of_policy(policy: JitPolicy) -> JitOptions:
     return JitOptions.always() if policy is JitPolicy.ALWAYS else JitOptions(policy=policy)
+
+
+# TensorFlow's cap on a folded constant when max_folded_constant_in_bytes is 0
+DEFAULT_MAX_FOLDED_CONSTANT_BYTES = 10 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphRewrites:
+    """Which graph rewrites a Session's plans get (runtime/graph_optimizer.py), resolved
+    from OptimizerOptions by `graph_rewrites(config)`.
+
+    cse: merge identical pure ops; constant_folding: evaluate constant subgraphs once, when
+    the plan is built; max_constant_bytes: the largest folded result kept.
+    """
+
+    cse: bool = True
+    constant_folding: bool = True
+    max_constant_bytes: int = DEFAULT_MAX_FOLDED_CONSTANT_BYTES
+
+    @property
+    def enabled(self) -> bool:
+        return self.cse or self.constant_folding
+
+
+def graph_rewrites(config: ConfigProto) -> GraphRewrites:
+    """The graph rewrites `config` asks for, as TensorFlow's GraphOptimizer reads
+    OptimizerOptions: opt_level L1 turns CSE and constant folding on, L0 leaves each to
+    its do_* flag."""
+    opts = config.graph_options.optimizer_options
+    level_on = opts.opt_level >= OptimizerOptions.L1
+    cap = opts.max_folded_constant_in_bytes or DEFAULT_MAX_FOLDED_CONSTANT_BYTES
+    return GraphRewrites(cse=level_on or opts.do_common_subexpression_elimination,
+                         constant_folding=level_on or opts.do_constant_folding,
+                         max_constant_bytes=cap)
 
 
 class TraceLevel(enum.IntEnum):

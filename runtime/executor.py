@@ -11,6 +11,9 @@ A plan node is an `Operation` or a *step*: an object standing for several ops (a
 cluster, runtime/clustering.py) with `ops`, `inputs` (tensors it reads), `name`, `type`
 and `run(values, state, deadline)`.  `build_plan(..., group=)` lets a caller replace ops by
 steps; dependencies between nodes are derived from the member ops' edges.
+`build_plan(..., optimize=)` then rewrites the nodes (runtime/graph_optimizer.py: merged
+duplicates, folded constants); the plan keeps what a run needs of that: `preset` values a
+run starts with (`start_values`) and `aliases` its values resolve (`AliasedValues`).
 
 Error contract: any failure inside a kernel surfaces as an `OpError` subclass naming the
 op, its type, its inputs' shapes and dtypes and the user's line that created it.  After an
@@ -45,7 +48,8 @@ POOL_MIN_ELEMENTS = 1 << 15
 class Plan:
     """The pruned subgraph for one (fetches, targets, feeds) signature."""
 
-    __slots__ = ("ops", "pending", "consumers", "roots", "parallel")
+    __slots__ = ("ops", "pending", "consumers", "roots", "parallel", "preset", "aliases",
+                 "rewrites")
 
     def __init__(self, ops, pending, consumers, roots, parallel):
         self.ops = ops              # nodes (Operations or steps) in a topological order
@@ -53,13 +57,43 @@ class Plan:
         self.consumers = consumers  # per node index: indices of the nodes waiting on it
         self.roots = roots          # node indices with nothing pending
         self.parallel = parallel    # True when some nodes could run side by side
+        self.preset = {}            # tensor -> read-only array every run starts with
+        self.aliases = {}           # tensor -> the tensor whose value it has (merged ops)
+        self.rewrites = None        # the graph optimizer's Report, when it ran
 
 
-def build_plan(fetch_tensors, target_ops, fed, group=None) -> Plan:
+class AliasedValues(dict):
+    """A run's values when the plan merged ops: a merged op's tensor reads its survivor's."""
+
+    __slots__ = ("aliases",)
+
+    def __missing__(self, tensor):
+        source = self.aliases.get(tensor)
+        if source is None:
+            raise KeyError(tensor)
+        return self[source]
+
+
+def start_values(plan: Plan, feeds: dict) -> dict:
+    """The values a run of `plan` starts from: its preset constants, then the feeds."""
+    if plan.aliases:
+        values = AliasedValues(plan.preset)
+        values.aliases = plan.aliases
+    elif plan.preset:
+        values = dict(plan.preset)
+    else:
+        return dict(feeds)
+    values.update(feeds)
+    return values
+
+
+def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Plan:
     """The ops needed to compute `fetch_tensors` and run `target_ops`, given `fed` tensors.
 
     `group(ops, fetch_tensors, fed)`, when given, returns the plan's nodes: some of `ops`
     replaced by steps that run them together (runtime/clustering.py).
+    `optimize(nodes, fetch_tensors, target_ops, fed)`, when given, rewrites those nodes and
+    returns a runtime/graph_optimizer.py PlanGraph.
     """
     needed = set()
     stack = [t.op for t in fetch_tensors if t not in fed] + list(target_ops)
@@ -76,16 +110,25 @@ def build_plan(fetch_tensors, target_ops, fed, group=None) -> Plan:
                 stack.append(c)
     ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
     nodes = group(ops, fetch_tensors, fed) if group is not None else ops
-    return _link(nodes, fed)
+    if optimize is None:
+        return _link(nodes, fed)
+    view = optimize(nodes, fetch_tensors, target_ops, fed)
+    plan = _link(list(view.nodes), set(fed).union(view.preset), view.merged, view.folded)
+    plan.preset, plan.aliases, plan.rewrites = view.preset, view.aliases, view.report
+    return plan
 
 
 def _members(node) -> tuple:
     return (node,) if type(node) is Operation else node.ops
 
 
-def _link(nodes, fed) -> Plan:
-    """Dependency counts and consumer lists between nodes, in a topological order."""
+def _link(nodes, fed, merged=None, folded=()) -> Plan:
+    """Dependency counts and consumer lists between nodes, in a topological order.
+    `merged`: op -> the op whose node runs in its place; `folded`: ops nothing waits on."""
     owner = {op: i for i, node in enumerate(nodes) for op in _members(node)}
+    if merged or folded:
+        owner.update(dict.fromkeys(folded))
+        owner.update((dup, owner.get(survivor)) for dup, survivor in merged.items())
     deps = []
     for i, node in enumerate(nodes):
         d = set()
@@ -93,6 +136,7 @@ def _link(nodes, fed) -> Plan:
             d.update(owner[t.op] for t in op.inputs if t not in fed)
             d.update(owner[c] for c in op.control_inputs)
         d.discard(i)
+        d.discard(None)
         deps.append(d)
     order = _topological_order(deps)
     position = {old: new for new, old in enumerate(order)}

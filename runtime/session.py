@@ -6,7 +6,9 @@ the execution plan for that signature (plans are cached; the graph is append-onl
 plan never goes stale), executes it and returns values in the fetch structure.  Any tensor
 may be fed, not only placeholders; a fed tensor's producers do not run.  Unless the
 config turns it off, plans run groups of compilable ops as compiled clusters
-(runtime/clustering.py).
+(runtime/clustering.py), and then get the graph rewrites the config's OptimizerOptions ask
+for (runtime/graph_optimizer.py: CSE and constant folding, on by default as in
+TensorFlow); the user's graph is never changed by them.
 
 Returned arrays are always the caller's to keep: values that alias session state or graph
 constants are copied.  An error in one run leaves the session usable.
@@ -25,9 +27,9 @@ import numpy as np
 from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.session_hook import get_default_session  # noqa: F401 - public name
 from ..compiler.core.session_hook import default_sessions, push_interactive, remove_interactive
-from . import clustering
-from .config import ConfigProto, NodeStats, TraceLevel, jit_options
-from .executor import build_plan, execute
+from . import clustering, graph_optimizer
+from .config import ConfigProto, NodeStats, TraceLevel, graph_rewrites, jit_options
+from .executor import build_plan, execute, start_values
 from .fetches import FetchStructure, convert_feed, fits_exactly
 from .state import SessionState, VariableRef
 
@@ -50,6 +52,9 @@ class Session:
         jit = jit_options(self._config)
         self._group = functools.partial(clustering.form_clusters, options=jit) \
             if jit.enabled else None
+        rewrites = graph_rewrites(self._config)
+        self._optimize = functools.partial(graph_optimizer.optimize, options=rewrites) \
+            if rewrites.enabled else None
 
     # --- properties ---------------------------------------------------------------------------
     @property
@@ -81,9 +86,9 @@ class Session:
         key = (fetch_key, tuple([t._id for t in feeds]))
         plan = self._plans.get(key)
         if plan is None:
-            plan = build_plan(tensors, targets, feeds, self._group)
+            plan = build_plan(tensors, targets, feeds, self._group, self._optimize)
             self._plans[key] = plan
-        values = dict(feeds)
+        values = start_values(plan, feeds)
         timeout, trace = None, None
         if options is not None:
             timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
@@ -101,9 +106,10 @@ class Session:
         return structure.build(results)
 
     def explain(self) -> str:
-        """How this session runs its steps so far: every compiled cluster of every plan run
-        (its inputs, ops and outputs), and per input signature whether its compiled kernel
-        or the reference kernels run, and why (the tiered policy's decisions)."""
+        """How this session runs its steps so far: what the graph optimizer did to its plans
+        (one line), then every compiled cluster of every plan run (its inputs, ops and
+        outputs), and per input signature whether its compiled kernel or the reference
+        kernels run, and why (the tiered policy's decisions)."""
         steps, seen = [], set()
         for plan in self._plans.values():
             for node in plan.ops:
@@ -111,8 +117,16 @@ class Session:
                     seen.add(id(node))
                     steps.append(node.explain())
         if not steps:
-            return "no clusters: every op runs with its reference kernel"
-        return "\n\n".join(steps)
+            steps = ["no clusters: every op runs with its reference kernel"]
+        return "\n\n".join([self._explain_rewrites()] + steps)
+
+    def _explain_rewrites(self) -> str:
+        if self._optimize is None:
+            return "graph optimizer: off (OptimizerOptions)"
+        total = graph_optimizer.Report()
+        for plan in self._plans.values():
+            total = total + plan.rewrites
+        return f"graph optimizer ({len(self._plans)} plans): {total.describe()}"
 
     def _fetch_structure(self, fetches):
         """(FetchStructure, its tensors, its operations, their ids): cached for fetches that

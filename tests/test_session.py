@@ -420,7 +420,10 @@ def test_full_trace_fills_step_stats():
     a = tf.constant(1.0, name="a")
     b = tf.identity(a, name="b")
     meta = tf.RunMetadata()
-    with tf.Session() as sess:
+    # constant folding would compute b when the plan is built: trace the ops themselves
+    no_folding = tf.ConfigProto(graph_options=tf.GraphOptions(
+        optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)))
+    with tf.Session(config=no_folding) as sess:
         sess.run(b, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                  run_metadata=meta)
         stats = {s.node_name: s for s in meta.step_stats}
