@@ -4,8 +4,10 @@ tensordot-free einsum.
 matmul follows NumPy's rules for 1-D operands (promoted, then the added axis removed) and
 broadcasts batch axes; the 2-D and batched cases are MatMul/BatchMatMul (BLAS in compiled
 code). einsum handles explicit and implicit subscripts without ellipsis or repeated indices
-within one operand: two-operand matrix products become matmul, anything else a broadcast
-product and a sum over the contracted indices, which the compiler fuses into one loop nest.
+within one operand: two-operand matrix products become matmul, two-operand contractions
+over one index with an own index on each side a batched matmul ('bij,bjk->bik',
+'bij,jk->bik'), anything else a broadcast product and a sum over the contracted indices,
+which the compiler fuses into one loop nest.
 """
 
 from __future__ import annotations
@@ -154,6 +156,13 @@ def einsum(subscripts, *operands, optimize=False, dtype=None, out=None, **kwargs
         result = _einsum_matmul(tensors, terms, target, contracted[0])
         if result is not None:
             return wrap(result)
+    if len(tensors) == 2 and len(contracted) == 1 and dt.kind == "f":
+        result = _einsum_batched(tensors, terms, target, contracted[0])
+        if result is not None:
+            if out is not None:
+                out[...] = wrap(result)
+                return out
+            return wrap(result)
     order = list(target) + contracted
     product = None
     for t, term in zip(tensors, terms):
@@ -184,3 +193,37 @@ def _einsum_matmul(tensors, terms, target, c):
         return None
     r = tf.matmul(a, b, transpose_a=ta.index(c) == 0, transpose_b=tb.index(c) == 1)
     return r if target == fa + fb else tf.transpose(r)
+
+
+def _einsum_batched(tensors, terms, target, c):
+    """Two operands and one contracted index `c` as a batched matrix product: a's last
+    own index (in `target` order) is the rows, b's the columns, every other output index a
+    batch dim (size 1 in the operand that lacks it, so BatchMatMulV2 broadcasts it), e.g.
+    'bij,bjk->bik' and 'bij,jk->bik'.  None for other forms (no own index on one side, an
+    index summed away that is not `c`)."""
+    tf = api()
+    (a, b), (ta, tb) = tensors, terms
+    if c not in ta or c not in tb or set(ta + tb) - {c} != set(target):
+        return None
+    own_a = [x for x in target if x in ta and x not in tb]
+    own_b = [x for x in target if x in tb and x not in ta]
+    if not own_a or not own_b:
+        return None
+    i, k = own_a[-1], own_b[-1]
+    batch = [x for x in target if x not in (i, k)]
+
+    def arrange(t, term, last):
+        present = [x for x in batch if x in term] + last
+        perm = [term.index(x) for x in present]
+        if perm != list(range(len(term))):
+            t = tf.transpose(t, perm)
+        for pos, x in enumerate(batch):   # a batch index this operand lacks: size 1
+            if x not in term:
+                t = tf.expand_dims(t, pos)
+        return t
+
+    product = tf.matmul(arrange(a, ta, [i, c]), arrange(b, tb, [c, k]))
+    order = batch + [i, k]
+    if order != list(target):
+        product = tf.transpose(product, [order.index(x) for x in target])
+    return product

@@ -19,8 +19,10 @@ from . import rearrange_ops, sum_to_shape
 from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
-from ..compiler.core.ir_build import NotLowerable
-from ..compiler.core.shapes import TensorShape, broadcast_shape, unknown_shape
+from ..compiler.core.ir_build import NotLowerable, broadcast_shape, load_broadcast
+from ..compiler.core.shapes import TensorShape, unknown_shape
+from ..compiler.core.shapes import broadcast_shape as broadcast_static_shape
+from ..compiler.core.unit_dims import is_unit
 from ..errors import InvalidArgumentError
 from .builder import binary_operands, check_dtype, graph_for, make_op
 from .lower_reduce import cast_node, compute_dtype
@@ -153,22 +155,19 @@ def _unit_dim_product(a, b, ta, tb, m, n, k):
 
 
 def _lower_batch_matmul(ctx, op, inputs):
-    """One BLAS call per matrix of the batch (a 3-D MATMUL node): leading batch dims are
-    flattened into one; an operand of rank 2 is shared by every matrix; batch dims that
-    broadcast (a size 1 against a larger one) are not compiled."""
+    """One BLAS/GEMM call per matrix of the batch (a 3-D MATMUL node): the broadcast batch
+    dims are flattened into one.  An operand whose batch dims are all 1 (or absent) is one
+    matrix shared by every product (its 2-D form); one that already has the full batch
+    shape is read in place; one that broadcasts along some batch dims only (a (3, 1, m, k)
+    against a (1, 4, k, n)) is first copied to the full batch shape, as NumPy's matmul
+    loop reads it."""
     a, b = inputs
     if not a.dtype.is_floating or a.dtype.is_complex:
         raise NotLowerable(f"BatchMatMulV2 on {a.dtype.name} is not compiled (BLAS is float "
                            "only)")
     adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
-    ba, bb = a.shape[:-2], b.shape[:-2]
-    if ba and bb:
-        if len(ba) != len(bb) or any(ir.is_const(x, 1) != ir.is_const(y, 1)
-                                     for x, y in zip(ba, bb)):
-            raise NotLowerable("BatchMatMulV2 with broadcast batch dimensions is not compiled")
-        for x, y in zip(ba, bb):
-            ctx.check_equal(x, y, "Batch dimensions of the two operands differ")
-    batch = ba or bb
+    batch = broadcast_shape(ctx, [a.shape[:-2], b.shape[:-2]],
+                            "BatchMatMulV2 (the batch dimensions of the two operands)")
     m, ka = a.shape[-1:-3:-1] if adj_x else a.shape[-2:]
     kb, n = b.shape[-1:-3:-1] if adj_y else b.shape[-2:]
     ctx.check_equal(ka, kb, "Matrix size-incompatible: the inner dimensions differ")
@@ -176,18 +175,28 @@ def _lower_batch_matmul(ctx, op, inputs):
     for d in batch:
         count = d if ir.is_const(count, 1) else ir.make(ir.Scalar.MUL, ir.INDEX, (count, d))
     dt = compute_dtype(a.dtype)
-
-    def three_d(x):
-        x = cast_node(x, dt)
-        if len(x.shape) <= 3:
-            return x
-        return ir.reshape(x, (count,) + tuple(x.shape[-2:]))
-
-    product = ir.matmul(three_d(a) if ba else cast_node(a, dt),
-                        three_d(b) if bb else cast_node(b, dt), adj_x, adj_y, (count, m, n))
+    product = ir.matmul(_batch_operand(cast_node(a, dt), batch, count),
+                        _batch_operand(cast_node(b, dt), batch, count), adj_x, adj_y,
+                        (count, m, n))
     if len(batch) != 1:
         product = ir.reshape(product, tuple(batch) + (m, n))
     return [cast_node(product, a.dtype)]
+
+
+def _batch_operand(x, batch, count):
+    """Operand `x` of a batched product over `batch` as the 3-D MATMUL node reads it: 2-D
+    (shared) when its batch dims are all 1, else (count, rows, cols), copied to the full
+    batch shape first where it broadcasts along some batch dims."""
+    dims, matrix = tuple(x.shape[:-2]), tuple(x.shape[-2:])
+    if all(ir.is_const(d, 1) for d in dims):
+        return ir.reshape(x, matrix) if dims else x
+    full = len(dims) == len(batch) and not any(is_unit(d) and not is_unit(e)
+                                                 for d, e in zip(dims, batch))
+    if not full:   # broadcast along some batch dims only: the full batch, copied
+        shape = tuple(batch) + matrix
+        x = ir.compute(x.dtype, shape, ir.axis_vars(len(shape)),
+                       load_broadcast(x, ir.axis_vars(len(shape))))
+    return x if len(batch) == 1 else ir.reshape(x, (count,) + matrix)
 
 
 MATMUL = OpDef("MatMul", _matmul_infer, _matmul_kernel, gradient=_matmul_grad,
@@ -205,7 +214,7 @@ def _batch_infer(op):
         return [(a.dtype, unknown_shape())]
     m, n = _inner_dims(a.shape, b.shape, op.get_attr("adj_x"), op.get_attr("adj_y"))
     try:
-        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
+        batch = broadcast_static_shape(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise ValueError(f"The batch dimensions of a {a.shape} and b {b.shape} do not "
                          "broadcast.") from None

@@ -154,7 +154,12 @@ def _float_ops(dt):
         ("ArgSort", lambda P: sort_positions(P.w)),
         ("MatMul", lambda P: [tf.matmul(P.w, P.m), tf.matmul(P.m, P.w, transpose_a=True,
                                                                  transpose_b=True)]),
-        ("BatchMatMulV2", lambda P: tf.matmul(tf.stack([P.w, P.w * 0.5]), P.m)),
+        ("BatchMatMulV2", lambda P: [
+            tf.matmul(tf.stack([P.w, P.w * 0.5]), P.m),
+            # batch dims that broadcast: a shared operand, and both ways at once
+            tf.matmul(tf.expand_dims(P.w, 0), tf.stack([P.m, -P.m, P.m * 2.0])),
+            tf.matmul(tf.expand_dims(tf.stack([P.w, -P.w]), 1),
+                      tf.expand_dims(tf.stack([P.m, P.m * 0.5, P.m * 3.0]), 0))]),
         ("Cholesky", lambda P: tf.cholesky(P.spd)),
         ("MatrixDeterminant", lambda P: tf.matrix_determinant(P.spd)),
         ("MatrixInverse", lambda P: tf.matrix_inverse(P.spd)),

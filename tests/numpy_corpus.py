@@ -247,6 +247,37 @@ def avg_pool4(img):
     return img.reshape(h // 4, 4, w // 4, 4).mean(axis=(1, 3))
 
 
+# --- batched contractions and complex arithmetic -------------------------------------------
+
+
+def batched_matmul(a, b):
+    """A batch of matrix products whose batch dims broadcast: (1, m, k) @ (batch, k, n)."""
+    return a @ b
+
+
+def contractions(a, b, w):
+    """A batched contraction by einsum ('bij,bjk->bik') plus a tensordot with a shared matrix
+    (contracting a's last axis with w's first)."""
+    return np.einsum("bij,bjk->bik", a, b) + np.tensordot(a, w, axes=([2], [0]))
+
+
+def fft_butterflies(x, tw1, tw2, tw3):
+    """Three radix-2 decimation-in-frequency stages on complex rows: split each block in
+    halves, twiddle the second half, then sum and difference (reshape-heavy complex code)."""
+    n = x.shape[-1]
+    y = x
+    for tw, size in ((tw1, n), (tw2, n // 2), (tw3, n // 4)):
+        y = y.reshape(-1, 2, size // 2)
+        top, bottom = y[:, 0], y[:, 1] * tw
+        y = np.concatenate((top + bottom, top - bottom), axis=-1)
+    return y.reshape(x.shape)
+
+
+def matmul_chain(a, b, c, d):
+    """A chain of square matrix products, left to right."""
+    return a @ b @ c @ d
+
+
 # --- small neural-network layers ------------------------------------------------------------
 
 
@@ -260,6 +291,14 @@ def mlp(x, w1, b1, w2, b2):
     """Two-layer perceptron: tanh hidden layer, ReLU output (`np.maximum(x, 0)`)."""
     h = np.tanh(x @ w1 + b1)
     return np.maximum(h @ w2 + b2, 0)
+
+
+def mlp_softmax(x, w1, b1, w2, b2):
+    """Two-layer perceptron with a ReLU hidden layer and softmax class probabilities."""
+    h = np.maximum(x @ w1 + b1, 0)
+    z = h @ w2 + b2
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def layernorm(x, gamma, beta, eps):
@@ -464,6 +503,36 @@ def _mlp_args(rng, size):
             _f32(rng.standard_normal(o)))
 
 
+def _mlp_softmax_args(rng, size):
+    b, d, h, o = _pick(size, (5, 7, 9, 3), (2048, 64, 128, 10))
+    return (_f32(rng.standard_normal((b, d))), _f32(rng.standard_normal((d, h)) / np.sqrt(d)),
+            _f32(rng.standard_normal(h)), _f32(rng.standard_normal((h, o)) / np.sqrt(h)),
+            _f32(rng.standard_normal(o)))
+
+
+def _bmm_args(rng, size):
+    batch, m, k, n = _pick(size, (3, 5, 7, 4), (64, 128, 64, 96))
+    return _f32(rng.standard_normal((1, m, k))), _f32(rng.standard_normal((batch, k, n)))
+
+
+def _contraction_args(rng, size):
+    batch, i, j, k = _pick(size, (3, 5, 7, 4), (64, 64, 32, 48))
+    return (rng.standard_normal((batch, i, j)), rng.standard_normal((batch, j, k)),
+            rng.standard_normal((j, k)))
+
+
+def _fft_args(rng, size):
+    rows, n = _pick(size, (3, 16), (256, 1024))
+    x = rng.standard_normal((rows, n)) + 1j * rng.standard_normal((rows, n))
+    return (x,) + tuple(np.exp(-2j * np.pi * np.arange(n // m) / (n // m * 2))
+                        for m in (2, 4, 8))
+
+
+def _chain_args(rng, size):
+    n = _pick(size, 9, 128)
+    return tuple(rng.standard_normal((n, n)) / np.sqrt(n) for _ in range(4))
+
+
 def _layernorm_args(rng, size):
     b, d = _pick(size, (5, 11), (4096, 768))
     return (_f32(rng.standard_normal((b, d)) * 2 + 1), _f32(rng.random(d) + 0.5),
@@ -489,6 +558,7 @@ def _xent_args(rng, size):
 # accept no axis (nor keepdims) argument
 _NO_AXIS = "numba's mean/std/var take no axis argument"
 _NO_MINMAX_AXIS = "numba's min/max take no axis argument"
+_NO_BATCHED_MATMUL = "numba's matmul takes 1-D and 2-D arrays only"
 
 CORPUS = [
     Kernel("jacobi2d", jacobi2d, _jacobi_args, mutates=(0,), static_argnames=("steps",)),
@@ -505,6 +575,12 @@ CORPUS = [
     Kernel("gram_schmidt", gram_schmidt, _gram_args, atol64=1e-12),
     Kernel("outer_rank2", outer_rank2, _outer_args, atol32=1e-4),
     Kernel("sparse_update", sparse_update, _sparse_args, mutates=(0,)),
+    Kernel("batched_matmul", batched_matmul, _bmm_args, rtol32=1e-4, atol32=1e-4,
+           numba_ok=False, numba_note=_NO_BATCHED_MATMUL),
+    Kernel("contractions", contractions, _contraction_args, atol64=1e-10,
+           numba_ok=False, numba_note="numba has no np.einsum or np.tensordot"),
+    Kernel("fft_butterflies", fft_butterflies, _fft_args, atol64=1e-10),
+    Kernel("matmul_chain", matmul_chain, _chain_args, atol64=1e-10),
     Kernel("nbody_forces", nbody_forces, _nbody_args, rtol64=1e-8, atol64=1e-9),
     Kernel("leapfrog_nbody", leapfrog_nbody, _leapfrog_args, mutates=(0, 1),
            static_argnames=("steps",), rtol64=1e-8, atol64=1e-10,
@@ -533,6 +609,8 @@ CORPUS = [
     Kernel("softmax", softmax, _rows_args(np.float32, (5, 11), (2048, 1000), 3),
            numba_ok=False, numba_note=_NO_MINMAX_AXIS),
     Kernel("mlp", mlp, _mlp_args, rtol32=1e-4, atol32=1e-4),
+    Kernel("mlp_softmax", mlp_softmax, _mlp_softmax_args, rtol32=1e-4, atol32=1e-5,
+           numba_ok=False, numba_note=_NO_MINMAX_AXIS),
     Kernel("layernorm", layernorm, _layernorm_args, rtol32=1e-4, atol32=1e-4,
            numba_ok=False, numba_note=_NO_AXIS),
     Kernel("conv1d", conv1d, _conv1d_args),

@@ -50,9 +50,6 @@ NOT_COMPILED = {
                                       tf.placeholder(tf.int32, [None, None])),
     "BatchMatMulV2/int64": lambda: tf.matmul(tf.placeholder(tf.int64, [2, None, None]),
                                              tf.placeholder(tf.int64, [2, None, None])),
-    # batch dimensions that broadcast against each other (size 1 against size 2)
-    "BatchMatMulV2/broadcast": lambda: tf.matmul(tf.placeholder(tf.float32, [1, 2, 3]),
-                                                 tf.placeholder(tf.float32, [2, 3, 4])),
     # complex tensors never join a cluster (runtime/partition.py); ConjugateTranspose of a
     # real tensor is a Transpose, tested in the groups
     "ConjugateTranspose/complex64": lambda: tf.transpose(
