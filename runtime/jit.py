@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 
@@ -45,7 +46,8 @@ log = logging.getLogger("flowjit.jit")
 _IS_ONE = (1).__eq__
 _TRUSTED = 0x101  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (and dtype.isnative)
 _SEEN_LIMIT = 256  # remembered argument layouts per function (then the memo starts over)
-MEASURE_RUNS = 3   # timed calls of each kind before a new signature's kernel is kept
+# timed calls of each kind before a new signature's kernel is kept (FLOWJIT_JIT_MEASURE_RUNS)
+MEASURE_RUNS = int(os.environ.get("FLOWJIT_JIT_MEASURE_RUNS", "3") or 3)
 SLOWER_MARGIN = 1.1  # a kernel slower than this times plain NumPy is dropped
 
 
@@ -207,7 +209,13 @@ class _Trial:
         kernel_times, python_times = self.times
         plain = len(python_times) < len(kernel_times)
         start = time.perf_counter()
-        result = self.owner.fn(*args) if plain else self.compiled.call_checked(args)
+        if plain:
+            try:
+                result = self.owner.fn(*args)
+            except Exception:   # noqa: BLE001 - the compiled kernel reports bad input, as
+                return self.compiled.call_checked(args)   # every other call does
+        else:
+            result = self.compiled.call_checked(args)
         (python_times if plain else kernel_times).append(time.perf_counter() - start)
         if len(python_times) >= self.runs:
             self.owner._decide(self)
@@ -457,9 +465,15 @@ class JitFunction:
                     jit_options(ConfigProto()).policy is not JitPolicy.ALWAYS:
                 entry = _Trial(self, key, entry, runs)
         except NotLowerable as e:
-            entry = _Interpreted(tr, str(e))
-            log.warning("flowjit.jit: %s runs with reference kernels, not compiled: %s (%s)",
-                        self.__name__, e, reason)
+            if tr.numpy_code:   # the plain function is NumPy itself: faster than the
+                # reference kernels run op by op, and the same semantics
+                entry = _Python(self.fn, f"not compiled: {e}", measured=True)
+                log.warning("flowjit.jit: %s runs as plain Python, not compiled: %s (%s)",
+                            self.__name__, e, reason)
+            else:
+                entry = _Interpreted(tr, str(e))
+                log.warning("flowjit.jit: %s runs with reference kernels, not compiled: "
+                            "%s (%s)", self.__name__, e, reason)
         self.compile_count += 1
         self._entries[key] = entry
         return entry, key
@@ -539,7 +553,7 @@ def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu",
     with one warning saying why; `fallback=False` raises `errors.UnimplementedError`.
     `target` picks what compiles it (runtime/targets.py): "cpu" (numba, the default) or
     "reference" (the NumPy interpreter of the kernel IR, no numba); ValueError for others.
-    `measure_runs` (None: MEASURE_RUNS, 3): the first calls of a new signature of ordinary NumPy code alternate
+    `measure_runs` (None: FLOWJIT_JIT_MEASURE_RUNS, else 3): the first calls of a new signature of ordinary NumPy code alternate
     between the compiled kernel and the plain function, `measure_runs` of each, timed; the
     faster is kept (`lower()` says which and why), so compiling never makes a function
     slower than NumPy.  0 (or FLOWJIT_JIT=always): always the compiled kernel.
