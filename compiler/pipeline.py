@@ -110,7 +110,7 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
     protocol object: module docstring).  NotLowerable when the target cannot render it.
     cached_only: return the kernel only if the target has it without compiling (its
     caches: `Target.lookup`), else None.  tier: how much the target optimizes
-    (compiler/tiers.py).  isolated: compile in a separate process where the target can
+    (compiler/tiers.py); with `cached_only`, a tuple of tiers asks for each in turn.  isolated: compile in a separate process where the target can
     (the background compiles of the tiered policy: they must not hold this process's GIL)."""
     stages = stages if stages is not None else Stages()
     program = optimize(program, stages)
@@ -120,8 +120,11 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
         raise NotLowerable(f"the {target.kind.value} target cannot run this cluster: {missing}")
     schedule = make_schedule(program, target.schedule_options)
     stages.add("schedule", schedule_text(schedule))
-    if cached_only:
-        compiled = target.lookup(program, schedule, signature_of(program), tier=tier)
+    if cached_only:   # `tier` may be several: the first the target has
+        for one in (tier if isinstance(tier, tuple) else (tier,)):
+            compiled = target.lookup(program, schedule, signature_of(program), tier=one)
+            if compiled is not None:
+                break
     else:
         compiled = target.compile(program, schedule, signature_of(program), tier=tier,
                                   isolated=isolated)

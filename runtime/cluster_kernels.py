@@ -87,19 +87,16 @@ class ClusterKernels:
         """The optimized kernel, else the quick one, if the target has it without compiling;
         running a quick one queues the optimized compile."""
         tiers = (Tier.OPTIMIZED, Tier.QUICK) if step.options.quick_tier else (Tier.OPTIMIZED,)
-        for tier in tiers:
-            found = self._compile(step, specs, key, strict, cached_only=True, tier=tier)
-            if key in self.entries:   # not lowerable: reference kernels, recorded
-                return None
-            if found is not None:
-                self.entries[key] = found
-                self._record_tier(key, found)
-                self.decisions[key] = f"compiled kernel ({self.tiers[key].value} tier) from " \
-                                      "the kernel cache"
-                if self.tiers[key] is Tier.QUICK:
-                    self._queue(step, specs, key, Tier.OPTIMIZED, strict)
-                return found
-        return None
+        found = self._compile(step, specs, key, strict, cached_only=True, tier=tiers)
+        if found is None:   # not there (or not lowerable: reference kernels, recorded)
+            return None
+        self.entries[key] = found
+        self._record_tier(key, found)
+        self.decisions[key] = f"compiled kernel ({self.tiers[key].value} tier) from " \
+                              "the kernel cache"
+        if self.tiers[key] is Tier.QUICK:
+            self._queue(step, specs, key, Tier.OPTIMIZED, strict)
+        return found
 
     def interpreted(self, key, seconds: float) -> None:
         """Account one run of `key` with the reference kernels."""
@@ -220,7 +217,7 @@ class ClusterKernels:
         if compiled is None:
             return None
         if not cached_only:
-            got = compiled.metadata.get("tier", tier.value)
+            got = compiled.metadata.get("tier", Tier.OPTIMIZED.value)
             self.compile_seconds.setdefault(key, {})[got] = time.perf_counter() - started
         self.compile_count += 1
         log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
