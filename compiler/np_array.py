@@ -21,6 +21,8 @@ tracer to retrace with exact sizes when code reads a size that is not part of th
 
 from __future__ import annotations
 
+import sys
+
 import contextlib
 
 import numpy as np
@@ -50,6 +52,13 @@ class NeedsStaticShapes(Exception):
         self.what = what
         self.site = user_site()
         super().__init__(f"{what} at {self.site}" if self.site else what)
+
+
+# How often a flowjit op itself (a module of ops/, as in `tf.tanh(x)`) was handed a traced
+# array, rather than the NumPy front end converting it: a trace that saw this is not plain
+# NumPy code, so runtime/jit.py never runs that function as plain Python.
+OP_INPUTS = [0]
+_OPS_PACKAGE = __name__.rsplit(".compiler.", 1)[0] + ".ops."
 
 
 class _Buffer:
@@ -91,6 +100,8 @@ class TracedArray:
 
     # --- the current value ------------------------------------------------------------------
     def _as_graph_tensor(self) -> Tensor:
+        if sys._getframe(1).f_globals.get("__name__", "").startswith(_OPS_PACKAGE):
+            OP_INPUTS[0] += 1   # a flowjit op took this traced array (see OP_INPUTS)
         if not self._chain:
             return self._buf.tensor
         if self._cache is not None and self._cache[0] == self._buf.version:

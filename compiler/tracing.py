@@ -92,7 +92,7 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
     """Call fn with traced arrays (np_array.TracedArray over placeholders) for its array
     arguments inside a new graph. Sizes are unknown except 1s, or all known with
     `exact_shapes`; np_array.GraphBreak / NeedsStaticShapes propagate to the caller."""
-    from . import np_functions  # noqa: F401 - installs TracedArray's methods
+    from . import np_array, np_functions  # noqa: F401 - installs TracedArray's methods
     from .np_array import TracedArray, _Buffer
     from .np_module import traced_copy
     from .np_random import CapturedGenerators
@@ -118,10 +118,11 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
         t_args = [abstract(a, f"arg{i}") for i, a in enumerate(args)]
         t_kwargs = {k: (v if k in static_names else abstract(v, k)) for k, v in kwargs.items()}
         generators = CapturedGenerators(fn)
+        op_inputs = np_array.OP_INPUTS[0]
         result = traced_copy(fn)(*t_args, **t_kwargs)
         generators.check()
         outputs, constants = [], []
-        numpy_code = _numpy_results(result)
+        numpy_code = _numpy_results(result) and np_array.OP_INPUTS[0] == op_inputs
         template = _flatten(result, outputs, constants)
         writebacks = []
         for buf in buffers:

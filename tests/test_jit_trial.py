@@ -67,3 +67,19 @@ def test_code_of_flowjit_ops_and_measure_runs_0_are_never_run_as_plain_python(mo
         np.testing.assert_allclose(numpy_code(X), np.tanh(X) * 2.0, rtol=1e-12)
     assert ops.lower(X).compiled
     assert numpy_code.lower(X).compiled is (runs == 0)
+
+
+def test_numpy_code_the_compiler_cannot_take_runs_as_plain_numpy():
+    """complex arithmetic is not compiled: the function runs as the NumPy it is (not op by op
+    through the reference kernels), and says why; mixed with a flowjit op it never does."""
+    z = (X + 1j * X[::-1]).astype(np.complex128)
+    f = tf.jit(lambda z: (z * np.exp(-1j * z)).reshape(-1, 2))
+    np.testing.assert_allclose(f(z), (z * np.exp(-1j * z)).reshape(-1, 2), rtol=1e-12)
+    lowered = f.lower(z)
+    assert not lowered.compiled
+    assert "runs as plain Python: not compiled" in lowered.stage("not compiled")
+    tf.set_random_seed(1)
+    mixed = tf.jit(lambda x: x + tf.random_uniform(tf.shape(x), seed=3))
+    noise = mixed(X) - X
+    assert noise.min() >= 0 and noise.max() < 1
+    assert "RandomUniform" in mixed.lower(X).stage("graph")
