@@ -188,11 +188,10 @@ class _Python:
 
 
 class _Trial:
-    """A new compiled entry of ordinary NumPy code on trial: its first calls alternate
-    between the compiled kernel and the plain function, each timed, and after
-    `runs` of each the faster is kept for good (`JitFunction._decide`): a user never pays
-    for compiling code NumPy runs faster.  Only calls of positional arrays are timed (the
-    fast path, which gets the function's own arguments); others run compiled."""
+    """A new compiled entry of ordinary NumPy code on trial: its first `runs` calls run the
+    compiled kernel and the next `runs` the plain function, each timed, and then the
+    faster is kept for good (`JitFunction._decide`): a user never pays
+    for compiling code NumPy runs faster."""
 
     python = False
 
@@ -206,16 +205,26 @@ class _Trial:
         return self.compiled(arrays)
 
     def call_checked(self, args):
+        return self.alternate(lambda: self.owner.fn(*args),
+                              lambda: self.compiled.call_checked(args))
+
+    def alternate(self, plain_call, compiled_call):
+        """The result of `plain_call()` or `compiled_call()`, whichever's turn it is, timed;
+        a plain call that raises is answered by the compiled kernel (which reports bad
+        input as every other call does)."""
         kernel_times, python_times = self.times
-        plain = len(python_times) < len(kernel_times)
+        # the kernel's runs first, then the plain function's: alternating, each plain call
+        # met the threads the kernel had just woken (measured: plain NumPy looked 1.3-2x
+        # slower than when it runs call after call)
+        plain = len(kernel_times) >= self.runs
         start = time.perf_counter()
         if plain:
             try:
-                result = self.owner.fn(*args)
-            except Exception:   # noqa: BLE001 - the compiled kernel reports bad input, as
-                return self.compiled.call_checked(args)   # every other call does
+                result = plain_call()
+            except Exception:   # noqa: BLE001 - see above
+                return compiled_call()
         else:
-            result = self.compiled.call_checked(args)
+            result = compiled_call()
         (python_times if plain else kernel_times).append(time.perf_counter() - start)
         if len(python_times) >= self.runs:
             self.owner._decide(self)
@@ -362,6 +371,14 @@ class JitFunction:
             entry, key = self._build(key, args, kwargs)
         if entry.python:
             return self.fn(*args, **kwargs)
+        if type(entry) is _Trial:
+            return entry.alternate(lambda: self.fn(*args, **kwargs),
+                                   lambda: self._call_entry(entry.compiled, args, kwargs))
+        return self._call_entry(entry, args, kwargs)
+
+    def _call_entry(self, entry, args, kwargs):
+        """A call of a compiled or interpreted entry through the general path (keyword
+        arguments, nested lists, strided arrays, arguments written to)."""
         originals: list = []
         arrays = _arrays(args, kwargs, self.static_argnames, originals)
         if not getattr(entry.trace, "writebacks", None):
@@ -461,7 +478,7 @@ class JitFunction:
             entry = _Compiled(cluster, tr)
             log.info("flowjit.jit: compiled %s (%s)", self.__name__, reason)
             runs = MEASURE_RUNS if self.measure_runs is None else self.measure_runs
-            if runs > 0 and tr.numpy_code and not tr.writebacks and \
+            if runs > 0 and tr.numpy_code and \
                     jit_options(ConfigProto()).policy is not JitPolicy.ALWAYS:
                 entry = _Trial(self, key, entry, runs)
         except NotLowerable as e:
@@ -553,10 +570,10 @@ def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu",
     with one warning saying why; `fallback=False` raises `errors.UnimplementedError`.
     `target` picks what compiles it (runtime/targets.py): "cpu" (numba, the default) or
     "reference" (the NumPy interpreter of the kernel IR, no numba); ValueError for others.
-    `measure_runs` (None: FLOWJIT_JIT_MEASURE_RUNS, else 3): the first calls of a new signature of ordinary NumPy code alternate
-    between the compiled kernel and the plain function, `measure_runs` of each, timed; the
-    faster is kept (`lower()` says which and why), so compiling never makes a function
-    slower than NumPy.  0 (or FLOWJIT_JIT=always): always the compiled kernel.
+    `measure_runs` (None: FLOWJIT_JIT_MEASURE_RUNS, else 3): a new signature of ordinary
+    NumPy code runs its next `measure_runs` calls compiled and as many more as the plain
+    function, timed; the faster is kept (`lower()` says which and why), so compiling never
+    makes a function slower than NumPy.  0 (or FLOWJIT_JIT=always): always the kernel.
     """
     target = target_kind(target)   # strings end at the API
     if fn is None:
