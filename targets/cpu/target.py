@@ -50,12 +50,17 @@ def compile_kernel(program, schedule, signature, tier: Tier = Tier.OPTIMIZED,
     OPTIMIZED one (static small sizes, no products) is built and reported as OPTIMIZED
     (metadata "tier"), so the runtime does not compile it twice."""
     generated: dict = {}
-    if tier is Tier.QUICK and _generate(schedule, Tier.QUICK, generated) == \
-            _generate(schedule, Tier.OPTIMIZED, {}):
+    sources: dict = {}   # tier -> source, each generated at most once
+
+    def source_of(which: Tier) -> str:
+        if which not in sources:
+            sources[which] = _generate(schedule, which, generated if which is tier else {})
+        return sources[which]
+
+    if tier is Tier.QUICK and source_of(Tier.QUICK) == source_of(Tier.OPTIMIZED):
         tier = Tier.OPTIMIZED   # nothing to leave out: the quick kernel is the optimized one
     keyed = kernel_key(program, tier)
-    kernel, source = build_cached(program, lambda: _generate(schedule, tier, generated), keyed,
-                                  isolated=isolated)
+    kernel, source = build_cached(program, lambda: source_of(tier), keyed, isolated=isolated)
     loop_ir = generated.get("loop IR") or (lambda: _loop_ir_text(schedule, tier))
     return CompiledKernel(kernel, source, stages=(("loop IR", loop_ir),),
                           metadata={"target": TargetKind.CPU.value, "cache_key": keyed[0],
