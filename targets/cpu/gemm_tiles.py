@@ -25,8 +25,12 @@ def tile_shape(dtype_name: str) -> tuple:
 
 
 def narrow_columns(dtype_name: str) -> int:
-    """Products with fewer output columns than this compute mostly padding in the
-    micro-kernel (the N = 8 products of the W5 step: 1.5 ms in BLAS, 3.5 ms here), so BLAS
-    takes them; 0 for dtypes the kernel does not handle (everything goes to BLAS)."""
-    return tile_shape(dtype_name)[1] // 2 if dtype_name in TILE else 0
-
+    """Products with fewer output columns than this go to BLAS: half a vector (8 float32, 4
+    float64 columns), below which the micro-kernel would compute mostly padding; 0 for
+    dtypes the kernel does not handle (everything goes to BLAS).  It used to be half a tile
+    (24 / 12 columns), but a kernel's BLAS call runs on scipy's OpenBLAS threads, which
+    spin for ~0.1 s after each call and take the cores from the kernel's next parallel
+    loop unless the user opted in to process tuning: the W5 batch-4096 training step, whose
+    forward product has 8 columns, took 102 ms a step that way on a 2-core Zen 1 against
+    43 ms with that product in this GEMM (NumPy's step: 80 ms)."""
+    return lanes(dtype_name) // 2 if dtype_name in TILE else 0
