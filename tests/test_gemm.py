@@ -25,7 +25,7 @@ from flowjit.targets.cpu import gemm as gemm_module
 from flowjit.targets.cpu.gemm import (GEMMS, KC, MC, gemm_parallel, gram_product,
                                       gram_product_t, matmul_into, triangle_bound)
 from flowjit.targets.cpu.gemm_pack import transpose_block
-from flowjit.targets.cpu.gemm_tiles import lanes, tile_shape
+from flowjit.targets.cpu.gemm_tiles import lanes, narrow_columns, tile_shape
 from flowjit.targets.cpu.matmul_code import gemm_mode
 
 TOL = {"float32": 2e-5, "float64": 1e-12}
@@ -69,7 +69,8 @@ def _check(a, b, out):
     assert worst <= TOL[out.dtype.name], (a.shape, b.shape, out.dtype, worst)
 
 
-dims = st.sampled_from([1, 2, 3, 7, 8, 9, 13, 23, 24, 47, 49, 97, 145, 151])
+DIMS = [1, 2, 3, 4, 5, 7, 8, 9, 13, 23, 24, 47, 49, 97, 145, 151]
+dims = st.sampled_from(DIMS)
 
 
 @settings(max_examples=25, deadline=None)
@@ -140,9 +141,17 @@ def test_triangle_bounds_cut_equal_areas_on_tile_rows():
     assert np.all(np.abs(areas - 1000 ** 2 / 8) < 0.05 * 1000 ** 2 / 8)   # 8-row steps
 
 
-def test_blocking_edges_are_covered_by_the_drawn_sizes():
-    mr, nr = tile_shape("float32")
-    assert 151 > MC and 151 % mr and 49 % nr and 300 > KC and 23 < nr // 2 <= 24
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_blocking_edges_are_covered_by_the_drawn_sizes(dtype):
+    """The drawn sizes cross this CPU's tile edges (the tile depends on the CPU:
+    gemm_tiles.py): rows beyond MC that leave a partial row panel, columns that leave a
+    partial column panel, both sides of the BLAS threshold, a reduction beyond KC."""
+    mr, nr = tile_shape(dtype)
+    narrow = narrow_columns(dtype)
+    assert any(d > MC and d % mr for d in DIMS)
+    assert any(d > nr and d % nr for d in DIMS)
+    assert narrow - 1 in DIMS and narrow in DIMS and narrow + 1 in DIMS
+    assert 300 > KC
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

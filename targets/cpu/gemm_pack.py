@@ -13,7 +13,8 @@ MR vectors, through three rounds of two-input shuffles (MR = 8 rows):
     round 3 interleaves the halves four at a time:             r0[k] ... r7[k]
 
 which is exactly the packed order.  LLVM lowers each shuffle to one vpermt2ps/vpermt2pd.
-`transposable` says whether a dtype's tile has the 8 rows this needs; the GEMM packs other
+`transposable` says whether a dtype's tile has the 8 rows this needs (the AVX-512 tile; the
+AVX2 tile's 6 rows are packed element by element, gemm_tiles.py); the GEMM packs other
 blocks (ragged rows, a's columns not contiguous, the last k values) element by element.
 """
 
@@ -86,7 +87,7 @@ def transpose_block(typingctx, src, src_off, lds, dst, dst_off):
     contiguous along k)."""
     if not (isinstance(src, types.Array) and isinstance(dst, types.Array)):
         return None
-    if src.dtype != dst.dtype or not transposable(str(src.dtype)):
+    if src.dtype != dst.dtype or str(src.dtype) not in TILE:
         return None
 
     def codegen(context, builder, signature, args):

@@ -1,16 +1,42 @@
 """Tile shapes of flowjit's GEMM micro-kernel (gemm_ukernel.py), importable without numba.
 
 The code generator needs them to decide which products the kernel takes (a product
-narrower than half a tile goes to BLAS) and how to chunk rows; the micro-kernel builds its
-vectors from them.  Shapes per dtype: 8 rows x 3 vectors, 24 of AVX-512's 32 vector
-registers for accumulators (tried on this machine's Zen 5, one thread, 1024^3 float32:
-12x2 134, 14x2 152, 6x4 146, 8x3 149 GFLOP/s; OpenBLAS's Haswell kernel 110-118).
+narrower than half a vector goes to BLAS) and how to chunk rows; the micro-kernel builds its
+vectors from them.  The shape depends on the CPU the kernels are compiled for (numba's
+NUMBA_CPU_NAME / NUMBA_CPU_FEATURES when set, else this host, as the kernel cache keys it):
+
+- AVX-512: 64-byte vectors, 8 rows x 3 vectors, 24 of the 32 vector registers for
+  accumulators (Zen 5, one thread, 1024^3 float32: 12x2 134, 14x2 152, 6x4 146, 8x3 149
+  GFLOP/s; OpenBLAS's Haswell kernel 110-118);
+- otherwise (AVX2 and FMA): 32-byte vectors, 6 rows x 2 vectors, 12 of the 16 registers for
+  accumulators, 2 for B's vectors, 1 for A's broadcast (Zen 1, one thread, 1024^3 float32:
+  32.6 GFLOP/s against OpenBLAS's 35.8; the AVX-512 tile, which LLVM splits into 48 halves
+  that spill, ran 18.8; 8 x 1 vectors 31, 4 x 3 was slower).
 """
 
 from __future__ import annotations
 
-VECTOR_BYTES = 64
-TILE = {"float32": (8, 3), "float64": (8, 3)}   # (MR rows, NV vectors per row)
+import os
+
+
+def _has_avx512() -> bool:
+    """Whether the kernels' CPU has AVX-512F (numba's target CPU, else the host)."""
+    features = os.environ.get("NUMBA_CPU_FEATURES", "").strip()
+    if features:
+        return "+avx512f" in features.split(",")
+    name = os.environ.get("NUMBA_CPU_NAME", "").strip()
+    if name and name != "host":
+        return False   # a portable target without a feature list: assume no AVX-512
+    from llvmlite import binding   # numba's dependency; no numba import here
+    return bool(binding.get_host_cpu_features().get("avx512f", False))
+
+
+if _has_avx512():
+    VECTOR_BYTES = 64
+    TILE = {"float32": (8, 3), "float64": (8, 3)}   # (MR rows, NV vectors per row)
+else:
+    VECTOR_BYTES = 32
+    TILE = {"float32": (6, 2), "float64": (6, 2)}
 
 
 def lanes(dtype_name: str) -> int:

@@ -21,8 +21,8 @@ array is never promoted to registers.
 
 The function is defined once per LLVM module (internal linkage) by the intrinsic's code
 generator, so cached object code carries it and needs no extra symbol.  Tile shapes are in
-gemm_tiles.py; a vector is 64 bytes of the element type, and on a CPU without AVX-512 LLVM
-splits each vector into halves, which is correct, only slower.
+gemm_tiles.py, per CPU: a vector is 64 bytes of the element type with AVX-512 and 32 bytes
+otherwise (with AVX2 the broadcast is a separate vbroadcastss from memory).
 """
 
 from __future__ import annotations
