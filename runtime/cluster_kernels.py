@@ -48,6 +48,8 @@ class ClusterKernels:
         self.specs: dict = {}     # signature -> the compiler's input specs
         self.final: set = set()   # signatures that run with reference kernels for good
         self.trials: dict = {}    # signature -> (runs, timings, entry replaced, its tier)
+        self.challengers: dict = {}  # signature -> [runs left, step, specs]: its quick
+                                     # kernel, looked up in the cache and tried after them
         self.decisions: dict = {}  # signature -> how it runs and why (explain())
         self.compile_seconds: dict = {}   # signature -> {tier name: seconds to compile}
         self.compile_count = 0
@@ -96,6 +98,12 @@ class ClusterKernels:
                               "the kernel cache"
         if self.tiers[key] is Tier.QUICK:
             self._queue(step, specs, key, Tier.OPTIMIZED, strict)
+        elif step.options.quick_tier and step.options.measure_runs > 0:
+            # the quick kernel, if cached too, can be the faster one (small sizes, where the
+            # optimized kernel's parallel loops and run-time tests cost more than they
+            # save): after the optimized kernel's first runs it is looked up and tried
+            # (then, not now: the lookup lowers the cluster again, ~0.1 s)
+            self.challengers[key] = [step.options.measure_runs, weakref.ref(step), specs]
         return found
 
     def interpreted(self, key, seconds: float) -> None:
@@ -140,10 +148,11 @@ class ClusterKernels:
         if step.options.measure_runs > 0 and key in self.best:
             self.trials[key] = (step.options.measure_runs, [], previous, previous_tier)
         self.decisions[key] = f"compiled kernel ({new_tier.value} tier, compiled in the " \
-                              "background)"
+                              "background)" if previous_tier is not Tier.OPTIMIZED else \
+            f"compiled kernel ({new_tier.value} tier, from the kernel cache, on trial)"
         specs = self.specs.get(key)
-        if new_tier is Tier.QUICK and specs is not None and \
-                (key, Tier.OPTIMIZED) not in self.queued:
+        if new_tier is Tier.QUICK and previous_tier is not Tier.OPTIMIZED and \
+                specs is not None and (key, Tier.OPTIMIZED) not in self.queued:
             self._queue(step, specs, key, Tier.OPTIMIZED, False)   # next, while this runs
 
     def _record_tier(self, key, compiled) -> None:
@@ -158,6 +167,11 @@ class ClusterKernels:
             best = self.best.get(key)
             if best is None or seconds < best:
                 self.best[key] = seconds
+            challenger = self.challengers.get(key)
+            if challenger is not None:
+                challenger[0] -= 1
+                if challenger[0] <= 0:
+                    self._challenge(key, *challenger[1:])
             return
         with self.lock:
             runs, trial, previous, previous_tier = self.trials.get(key, (0, None, None, None))
@@ -184,12 +198,29 @@ class ClusterKernels:
                 self.best[key] = new
                 why = (f"compiled kernel ({tier.value} tier): {new * 1e6:.1f} us per run "
                        f"against {old * 1e6:.1f} us with {was}")
+            if previous_tier is Tier.OPTIMIZED:
+                why += "; both tiers from the kernel cache"
             self.decisions[key] = why
 
+    def _challenge(self, key, step_ref, specs) -> None:
+        """Look up the quick kernel of `key` in the caches and, if it is there (and differs
+        from the optimized one), hand it to entry() to install on trial before the next run."""
+        self.challengers.pop(key, None)
+        step = step_ref()
+        if step is None:
+            return
+        quick = self._compile(step, specs, key, False, cached_only=True, tier=Tier.QUICK,
+                              count=False)
+        if quick is not None and quick.metadata.get("tier") == Tier.QUICK.value:
+            with self.lock:
+                if key not in self.final:
+                    self.ready.setdefault(key, []).append((Tier.QUICK, quick))
+
     def _compile(self, step, specs, key, strict: bool, cached_only: bool = False,
-                 tier: Tier = Tier.OPTIMIZED, isolated: bool = False):
+                 tier: Tier = Tier.OPTIMIZED, isolated: bool = False, count: bool = True):
         """The compiled kernel (None: reference kernels, recorded in `entries` when the
-        cluster cannot be compiled); `cached_only`: look in the target's caches only."""
+        cluster cannot be compiled); `cached_only`: look in the target's caches only;
+        `count`: count it in compile_count (a challenger's lookup is not counted)."""
         self.specs[key] = specs
         started = time.perf_counter()
         try:
@@ -219,7 +250,7 @@ class ClusterKernels:
         if not cached_only:
             got = compiled.metadata.get("tier", Tier.OPTIMIZED.value)
             self.compile_seconds.setdefault(key, {})[got] = time.perf_counter() - started
-        self.compile_count += 1
+        self.compile_count += count
         log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
                  key)
         return compiled

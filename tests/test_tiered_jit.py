@@ -121,6 +121,10 @@ def test_a_cached_kernel_runs_compiled_from_the_first_step_of_a_fresh_process(tm
     warm = _fresh_process(tmp_path)
     assert warm["ok"] and warm["first_compiled"] == 1
     assert "from the kernel cache" in warm["how"]
+    # both tiers were cached: after the optimized kernel's first runs the quick one was
+    # tried against it, and the faster kept (either may win: the reason names both)
+    assert "both tiers from the kernel cache" in warm["how"], warm["how"]
+    assert "quick" in warm["how"] and "optimized" in warm["how"]
 
 
 def test_a_compiled_kernel_slower_than_the_reference_is_dropped_and_says_why(monkeypatch,
