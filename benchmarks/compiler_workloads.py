@@ -20,6 +20,9 @@ Method (the project's benchmarking rules; measuring in `benchmarks/timing.py`):
   below 1 is faster), the bandwidth (least bytes moved / time) or GFLOP/s and its fraction
   of the machine's limit, the cores actually used, and batches retried because other
   processes kept more than a quarter of a core busy;
+- each variant is also timed one call at a time (`timing.measure_single`: threads asleep,
+  inputs out of cache, 3 x `--repeats` calls), its ratio to NumPy's single call in the
+  "1 call" column and a second summary table;
 - every system gets the same thread count: the measuring runs in a child process whose
   environment sets OMP/OPENBLAS/MKL/NUMBA/NUMEXPR thread variables (and XLA_FLAGS for one
   thread) before any import, restricted by CPU affinity to that many CPUs; torch and TF get
@@ -56,7 +59,8 @@ from ..runtime.process_tuning import tune_process
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
 from .tuning import TUNING_TEXT, print_tuning_summary, run_tuned, tuning_setting
-from .timing import (BUSY_ELSEWHERE_LIMIT, add_timing_arguments, measure, pin_threads,
+from .timing import (BUSY_ELSEWHERE_LIMIT, add_timing_arguments, measure, measure_single,
+                     pin_threads,
                      print_row_notes, rerun_in_child, thread_env, blas_cores)
 from .workloads import (DEFAULT, QUICK, SGEMM_FLOPS, WORKLOADS, Case, build_cases,
                         check_output)
@@ -79,6 +83,8 @@ class Row:
     min_s: float | None = None
     max_s: float | None = None
     ratio_to_numpy: float | None = None
+    single_s: float | None = None        # median of single calls (timing.measure_single)
+    single_ratio: float | None = None    # single_s / NumPy's single_s
     gbytes_per_s: float | None = None
     gflops: float | None = None
     fraction_of_limit: float | None = None
@@ -156,10 +162,16 @@ def run_case(case: Case, systems: list, repeats: int, target_seconds: float) -> 
             if case.flops:
                 row.gflops = case.flops / m.median / 1e9
                 row.fraction_of_limit = case.flops / m.median / SGEMM_FLOPS
+        singles = measure_single({name: call for name, (_, call) in timed.items()},
+                                 3 * repeats)
+        for name, seconds in singles.items():
+            timed[name][0].single_s = seconds
     base = next((r for r in rows if r.variant == "numpy" and r.median_s), None)
     for row in rows:
         if base is not None and row.median_s:
             row.ratio_to_numpy = row.median_s / base.median_s
+        if base is not None and row.single_s and base.single_s:
+            row.single_ratio = row.single_s / base.single_s
     return rows
 
 
@@ -188,7 +200,8 @@ def print_case(case: Case, rows: list, out) -> None:
     print(f"\n{case.label}{work}", file=out)
     rate = "GB/s" if case.bytes_moved else "GFLOP/s" if case.flops else ""
     print(f"  {'variant':<17} {'median':>9} {'(min..max)':>17} {'ratio':>7} {rate:>8} "
-          f"{'%limit':>6} {'thr':>4} {'1st call':>9} {'err':>7} {'retry':>5}", file=out)
+          f"{'%limit':>6} {'thr':>4} {'1 call':>6} {'1st call':>9} {'err':>7} {'retry':>5}",
+          file=out)
     for row in rows:
         if row.status != "ok":
             err = "" if row.error_vs_tolerance is None else \
@@ -205,7 +218,8 @@ def print_case(case: Case, rows: list, out) -> None:
         first = f"{_fmt_time(row.first_call_s, first_scale)} {first_unit}"
         print(f"  {row.variant:<17} {_fmt_time(row.median_s, scale):>6} {unit:<2} "
               f"{spread:>17} {row.ratio_to_numpy or float('nan'):7.2f} {rate_text} {limit} "
-              f"{row.threads_used:4.1f} {first:>9} {row.error_vs_tolerance:7.2g} "
+              f"{row.threads_used:4.1f} {row.single_ratio or float('nan'):6.2f} {first:>9} "
+              f"{row.error_vs_tolerance:7.2g} "
               f"{row.retries:5d}", file=out)
     print_row_notes(rows, out)
 
@@ -226,6 +240,15 @@ def print_summary(rows: list, out) -> None:
             r = cell.get((c, v))
             texts.append("-" if r is None else "x" if r.status != "ok" else
                          f"{r.ratio_to_numpy:.2f}")
+        print(f"  {v:<17} " + " ".join(f"{t:>9}" for t in texts), file=out)
+    print("Single calls (threads asleep, inputs out of cache): time / NumPy's single call",
+          file=out)
+    for v in variants:
+        texts = []
+        for c in cases:
+            r = cell.get((c, v))
+            texts.append("-" if r is None or r.single_ratio is None else
+                         "x" if r.status != "ok" else f"{r.single_ratio:.2f}")
         print(f"  {v:<17} " + " ".join(f"{t:>9}" for t in texts), file=out)
 
 

@@ -13,6 +13,9 @@ What every benchmark here measures the same way (see the project's benchmarking 
   batch it lets this process go quiet (`settle`): runtimes measured in one process leave
   threads spinning after their calls (OpenBLAS ~0.1 s, OpenMP, XLA's pools), and those must
   not take the cores from the next variant's batch;
+- `measure_single` times ONE call of each variant at a time, as a real program meets a
+  kernel between other code: after the process went quiet (threads asleep) and a NumPy pass
+  over a buffer twice the last-level cache (the inputs evicted); median per variant;
 - `thread_env` is the environment that pins every runtime (OpenMP, BLAS, numba, numexpr,
   XLA) to one thread count; benchmarks run their measurements in a child process started with
   it, because most runtimes read these variables once, at import;
@@ -179,6 +182,28 @@ def measure(variants: dict, repeats: int, target_seconds: float) -> list:
             m.threads.append(threads)
             m.elsewhere.append(elsewhere)
     return [results[name] for name in names]
+
+
+def measure_single(variants: dict, repeats: int) -> dict:
+    """{name: median seconds of one call}, each call timed alone after `settle()` and a NumPy
+    sweep of twice the last-level cache; the variants interleaved and rotated as in
+    `measure`."""
+    import numpy as np
+
+    from .workloads import last_level_cache_bytes
+
+    sweep = np.ones(2 * last_level_cache_bytes() // 8)
+    times = {name: [] for name in variants}
+    names = list(variants)
+    for rep in range(repeats):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            settle()
+            sweep.sum()
+            start = time.perf_counter()
+            variants[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def add_timing_arguments(parser) -> None:
