@@ -29,6 +29,7 @@ def test_tiny_run_prints_a_checked_table_for_every_workload():
         assert 0.0 <= row["error_vs_tolerance"] <= 1.0
         assert row["median_s"] > 0 and row["ratio_to_numpy"] == 1.0
         assert row["min_s"] <= row["median_s"] <= row["max_s"]
+        assert row["single_s"] > 0 and row["single_ratio"] == 1.0   # one call at a time
     for row in rows:
         if row["workload"] == "W1":
             assert row["gbytes_per_s"] > 0 and row["fraction_of_limit"] > 0
@@ -38,6 +39,7 @@ def test_tiny_run_prints_a_checked_table_for_every_workload():
     for label in labels:
         assert label in text
     assert "Summary: time / NumPy's time" in text
+    assert "Single calls (threads asleep, inputs out of cache)" in text
     assert "W7 compile time of W2 softmax 5x16" in text
     [w7] = result["compile"]
     assert w7["system"] == "numpy" and w7["warm"] is None
