@@ -38,7 +38,7 @@ def _const_kernel(ctx, inputs, attrs):
 def _lower_const(ctx, op, inputs):
     value = op.get_attr("value")
     dtype = op.get_attr("dtype")
-    if dtype.is_complex or dtype is _dtypes.string:
+    if dtype is _dtypes.string:
         raise NotLowerable(f"{dtype.name} constants are not compiled")
     if value.size == 1:
         shape = [ir.index(d) for d in value.shape]

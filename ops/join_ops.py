@@ -127,7 +127,7 @@ def _same_dims(ctx, nodes, skip, what):
 
 
 def _lower_concat(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     values = inputs[:-1]
     if len(values) > _MAX_JOINED:
         raise NotLowerable(f"ConcatV2 of {len(values)} inputs is not compiled")

@@ -2,8 +2,10 @@
 
 `elementwise_lowering(scalar_fn)` turns "how one output element is computed from one
 element of each input" into a full lowering with NumPy broadcasting; `lower_as(kind)` does
-so for ops that are exactly one IR scalar operation.  Complex and string tensors are not
-compiled (they stay with the reference kernels).
+so for ops that are exactly one IR scalar operation.  String tensors are never compiled;
+complex ones only by the ops that say `complex_ok` (data movement, +, -, *, negation: what
+numba computes on complex scalars exactly as NumPy does); the rest stay with the reference
+kernels.
 """
 
 from __future__ import annotations
@@ -13,18 +15,20 @@ from ..compiler.core.ir_build import map_nodes
 from ..compiler.core.ir_build import NotLowerable
 
 
-def require_real(op, nodes=None):
-    """NotLowerable unless every input and output is a real number or bool tensor."""
+def require_real(op, nodes=None, complex_ok: bool = False):
+    """NotLowerable unless every input and output is a real number or bool tensor (or a
+    complex one, with `complex_ok`)."""
     for t in list(op.inputs) + list(op.outputs):
-        if t.dtype.is_complex or t.dtype.name == "string":
+        if (t.dtype.is_complex and not complex_ok) or t.dtype.name == "string":
             raise NotLowerable(f"{op.type} on {t.dtype.name} tensors is not compiled")
 
 
-def elementwise_lowering(scalar_fn, check=None):
-    """A lowering computing output = scalar_fn(out_dtype, *input_elements), broadcasting."""
+def elementwise_lowering(scalar_fn, check=None, complex_ok: bool = False):
+    """A lowering computing output = scalar_fn(out_dtype, *input_elements), broadcasting
+    (complex tensors too with `complex_ok`)."""
 
     def lower(ctx, op, inputs):
-        require_real(op)
+        require_real(op, complex_ok=complex_ok)
         if check is not None:
             check(op)
         dtype = op.outputs[0].dtype
@@ -33,9 +37,10 @@ def elementwise_lowering(scalar_fn, check=None):
     return lower
 
 
-def lower_as(kind: ir.Scalar, check=None):
+def lower_as(kind: ir.Scalar, check=None, complex_ok: bool = False):
     """A lowering for ops that are one scalar operation applied elementwise."""
-    return elementwise_lowering(lambda dtype, *xs: ir.make(kind, dtype, xs), check)
+    return elementwise_lowering(lambda dtype, *xs: ir.make(kind, dtype, xs), check,
+                                complex_ok)
 
 
 def not_for_integers(op):

@@ -97,12 +97,12 @@ def _sum_to(grad, x):
 # --- the ops -----------------------------------------------------------------------------------
 
 ADD = binary_def("Add", np.add, _ADD_TYPES, commutative=True, doc="x + y (strings concatenate)",
-                 gradient=_broadcast(lambda x, y, z, g: (g, g)), lower=lower_as(S.ADD))
+                 gradient=_broadcast(lambda x, y, z, g: (g, g)), lower=lower_as(S.ADD, complex_ok=True))
 SUB = binary_def("Sub", np.subtract, NUMERIC, doc="x - y",
-                 gradient=_broadcast(lambda x, y, z, g: (g, -g)), lower=lower_as(S.SUB))
+                 gradient=_broadcast(lambda x, y, z, g: (g, -g)), lower=lower_as(S.SUB, complex_ok=True))
 MUL = binary_def("Mul", np.multiply, NUMERIC, commutative=True, doc="x * y",
                  gradient=_broadcast(lambda x, y, z, g: (g * y, g * x)),
-                 lower=lower_as(S.MUL))
+                 lower=lower_as(S.MUL, complex_ok=True))
 POW = binary_def("Pow", np.power, _POW_TYPES, check=_negative_int_power, doc="x ** y",
                  gradient=_broadcast(_pow_grad),
                  lower=lower_as(S.POW, check=not_for_integers))

@@ -117,7 +117,7 @@ def _is_finite_ir(dt, x):
 # --- the ops -----------------------------------------------------------------------------------
 
 NEG = unary_def("Neg", np.negative, _SIGNED, doc="-x", gradient=_grad(lambda x, y, g: -g),
-                lower=lower_as(S.NEG))
+                lower=lower_as(S.NEG, complex_ok=True))
 ABS = unary_def("Abs", np.abs, _SIGNED_REAL, doc="|x| for real x",
                 gradient=_grad(lambda x, y, g: g * sign(x)), lower=lower_as(S.ABS))
 COMPLEX_ABS = unary_def("ComplexAbs", np.abs, _dtypes.COMPLEX_DTYPES,

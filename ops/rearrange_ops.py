@@ -89,7 +89,9 @@ def _transpose_grad(op, g):
 
 # Index remaps (ir_build.remap), fused into their consumers by the scheduler.
 def _lower_transpose(ctx, op, inputs):
-    require_real(op)
+    # a ConjugateTranspose of complex values conjugates too: not compiled (only a plain
+    # Transpose moves complex values)
+    require_real(op, complex_ok=op.type == "Transpose")
     x = inputs[0]
     rank = len(x.shape)
     perm = [int(p) % max(rank, 1) for p in ctx.static(op.inputs[1], "perm").reshape(-1)]
@@ -160,7 +162,7 @@ def _to_input_shape(op, g):
 
 
 def _lower_expand_dims(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     axis = lx.static_axis(ctx, op.inputs[1], len(x.shape) + 1, "dim")
     shape = list(x.shape[:axis]) + [ir.index(1)] + list(x.shape[axis:])
@@ -222,7 +224,7 @@ def _squeeze_kernel(ctx, inputs, attrs):
 
 
 def _lower_squeeze(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     rank = len(x.shape)
     axes = {a % rank for a in op.get_attr("squeeze_dims") if -rank <= a < rank}
@@ -300,7 +302,7 @@ def _reverse_grad(op, g):
 
 
 def _lower_reverse(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     rank = len(x.shape)
     axes = {int(a) % max(rank, 1) for a in ctx.static(op.inputs[1], "axis").reshape(-1)}

@@ -109,7 +109,7 @@ def _wildcard(known, in_dims):
 
 
 def _lower_reshape(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     sizes = ctx.symbolic_ints(op.inputs[1])
     free = [k for k, s in enumerate(sizes) if ir.is_const(s, -1)]

@@ -174,7 +174,7 @@ def _strided_slice_grad(op, g):
 
 
 def _lower_slice(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     rank = len(x.shape)
     begin, size = ctx.symbolic_ints(op.inputs[1]), ctx.symbolic_ints(op.inputs[2])
@@ -257,7 +257,7 @@ def _strided_slice_kernel(ctx, inputs, attrs):
 
 
 def _lower_strided_slice(ctx, op, inputs):
-    require_real(op)
+    require_real(op, complex_ok=True)
     x = inputs[0]
     begin, end, strides = ([int(v) for v in ctx.static(t, name).reshape(-1)]
                            for t, name in zip(op.inputs[1:], ("begin", "end", "strides")))

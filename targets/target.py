@@ -128,6 +128,8 @@ ALL_COMBINERS = frozenset(Combiner)
 ALL_ROUTINES = frozenset(Routine)
 REAL_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                          "uint32", "uint64", "float16", "float32", "float64"})
+COMPLEX_DTYPES = frozenset({"complex64", "complex128"})   # made only by ops that allow them
+                                                          # (ops/lower_util.py: complex_ok)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from ...compiler.schedule import ScheduleOptions
 from ...compiler.tiers import Tier
-from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS, REAL_DTYPES,
-                      Capabilities, CompiledKernel, Target, TargetKind)
+from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS,
+                     COMPLEX_DTYPES, Capabilities, CompiledKernel, REAL_DTYPES, Target,
+                     TargetKind)
 from . import cache
 from .build import build_cached, cached, kernel_key
 
@@ -28,7 +29,7 @@ SCHEDULE_OPTIONS = ScheduleOptions(column_reductions=True, gemm_epilogues=True)
 
 CAPABILITIES = Capabilities(node_kinds=ALL_NODE_KINDS, scalar_ops=ALL_SCALAR_OPS,
                             combiners=ALL_COMBINERS, routines=ALL_ROUTINES,
-                            dtypes=REAL_DTYPES - {"float16"})
+                            dtypes=(REAL_DTYPES | COMPLEX_DTYPES) - {"float16"})
 
 
 def cache_key(program, signature) -> str:

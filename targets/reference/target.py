@@ -16,8 +16,8 @@ import hashlib
 from ...compiler.core.ir_text import program_text
 from ...compiler.schedule import ScheduleOptions
 from ..fingerprint import ir_fingerprint
-from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, REAL_DTYPES, Capabilities,
-                      CompiledKernel, Target, TargetKind)
+from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, COMPLEX_DTYPES,
+                     Capabilities, CompiledKernel, REAL_DTYPES, Target, TargetKind)
 from . import interpreter, scalars
 
 FORMAT = "flowjit-reference-1"   # change when the interpreter's meaning of the IR changes
@@ -51,7 +51,8 @@ def compile_kernel(program, schedule, signature, tier=None, isolated=False) -> C
 
 
 CAPABILITIES = Capabilities(node_kinds=ALL_NODE_KINDS, scalar_ops=scalars.SUPPORTED,
-                            combiners=ALL_COMBINERS, routines=ALL_ROUTINES, dtypes=REAL_DTYPES)
+                            combiners=ALL_COMBINERS, routines=ALL_ROUTINES,
+                            dtypes=REAL_DTYPES | COMPLEX_DTYPES)
 
 TARGET = Target(kind=TargetKind.REFERENCE, capabilities=CAPABILITIES,
                 schedule_options=ScheduleOptions(), compile=compile_kernel,
