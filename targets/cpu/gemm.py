@@ -157,20 +157,6 @@ def _make(dtype_name: str):
                 for j in range(nr):
                     dst[j] = part[j] if j < width else 0
 
-    if transposes:
-        @njit(inline="always", **_JIT)
-        def pack_vectors(a, r0, p0, k_vector, lda, ap, base):
-            """The first k_vector columns of a full panel of rows contiguous along k, one
-            vector transpose (gemm_pack.py) per `width_of_vector` columns."""
-            for k0 in range(0, k_vector, width_of_vector):
-                transpose_block(a, r0 * lda + p0 + k0, lda, ap, base + k0 * mr)
-    else:
-        @njit(inline="always", **_JIT)
-        def pack_vectors(a, r0, p0, k_vector, lda, ap, base):
-            """Never reached: without vector transposes (MR is not 2**ROUNDS) k_vector is
-            always 0 and pack_a copies element by element."""
-            return None
-
     @njit(**_JIT)
     def pack_a(a, i0, mc, p0, kc, ap):
         """ap[ip*kc*MR + k*MR + r] = a[i0 + ip*MR + r, p0 + k], zero beyond the block: whole
@@ -185,7 +171,8 @@ def _make(dtype_name: str):
             height = min(mr, i0 + mc - r0)
             k_vector = kc // width_of_vector * width_of_vector \
                 if rows_contiguous and height == mr else 0
-            pack_vectors(a, r0, p0, k_vector, lda, ap, ip * kc * mr)
+            for k0 in range(0, k_vector, width_of_vector):
+                transpose_block(a, r0 * lda + p0 + k0, lda, ap, ip * kc * mr + k0 * mr)
             for k in range(k_vector, kc):
                 dst = ap[ip * kc * mr + k * mr:]
                 for r in range(mr):
