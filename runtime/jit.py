@@ -231,6 +231,12 @@ class _Trial:
         return result
 
 
+# A pass or the tracer that recursed once per node of a very long chain (an unrolled loop)
+# ran out of Python's stack: the function runs as plain Python instead of crashing.
+_TOO_DEEP = ("the traced expression is too deep for the compiler (a long chain of dependent "
+             "operations, as an unrolled loop makes)")
+
+
 def _aliased_writes(writebacks, arrays) -> bool:
     """Whether an argument the function writes to shares memory with another argument.
 
@@ -458,7 +464,10 @@ class JitFunction:
     def _build_locked(self, key, args, kwargs):
         reason = self._reason(key)
         try:
-            tr, key = self._trace(key, args, kwargs)
+            try:
+                tr, key = self._trace(key, args, kwargs)
+            except RecursionError:
+                raise GraphBreak(_TOO_DEEP) from None
         except GraphBreak as e:
             if not self.fallback:
                 raise UnimplementedError(None, None, f"flowjit.jit cannot trace "
@@ -481,7 +490,9 @@ class JitFunction:
             if runs > 0 and tr.numpy_code and \
                     jit_options(ConfigProto()).policy is not JitPolicy.ALWAYS:
                 entry = _Trial(self, key, entry, runs)
-        except NotLowerable as e:
+        except (NotLowerable, RecursionError) as e:
+            if isinstance(e, RecursionError):
+                e = _TOO_DEEP
             if tr.numpy_code:   # the plain function is NumPy itself: faster than the
                 # reference kernels run op by op, and the same semantics
                 entry = _Python(self.fn, f"not compiled: {e}", measured=True)

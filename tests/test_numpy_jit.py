@@ -349,3 +349,32 @@ def test_byte_swapped_misaligned_and_strided_arguments_are_converted():
     g(big)
     assert big.dtype == np.dtype(">f4")
     np.testing.assert_array_equal(big, np.arange(5) * 2.0)
+
+
+def numba_guide_trace(a):
+    """numba's five-minute-guide example: a Python loop unrolled into a long chain."""
+    trace = 0.0
+    for i in range(a.shape[0]):
+        trace += np.tanh(a[i, i])
+    return a + trace
+
+
+def long_chain(a):
+    t = 0.0
+    for i in range(600):
+        t = t + a[i % a.shape[0]]
+    return t
+
+
+@pytest.mark.parametrize("fn, arg", [(numba_guide_trace, np.arange(10000.0).reshape(100, 100)),
+                                     (long_chain, np.linspace(0.0, 1.0, 7))])
+def test_long_unrolled_chains_never_crash(fn, arg, caplog):
+    """A chain too deep for a recursive pass falls back to plain Python with the reason
+    logged, instead of raising RecursionError (numba's guide example included)."""
+    f = tf.jit(fn)
+    with caplog.at_level(logging.WARNING, logger="flowjit.jit"):
+        np.testing.assert_allclose(f(arg), fn(arg), rtol=1e-12)
+        np.testing.assert_allclose(f(arg), fn(arg), rtol=1e-12)
+    if f.lower(arg).compiled is False:
+        assert any("too deep" in r.getMessage() or "graph break" in r.getMessage()
+                   for r in caplog.records)
