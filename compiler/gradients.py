@@ -25,6 +25,8 @@ Invariants and rules:
 from __future__ import annotations
 
 from ..ops.array_ops import ones_like, zeros_like
+from ..ops.registry import Trait
+from ..ops.while_gradient import while_loop_gradient
 from ..ops.builder import to_tensor
 from ..ops.math_binary import add_n
 from .core.graph import Tensor
@@ -58,24 +60,56 @@ def _consumers(graph) -> dict:
     return out
 
 
+def _unit_finder(graph):
+    """op -> the node gradients treat it as: the op itself, or the outermost while loop
+    (ops/control_flow.py WhileContext) it lies in below the context gradients are built in;
+    a loop is differentiated as a whole (ops/while_gradient.py)."""
+    here = graph._get_control_flow_context()
+
+    def unit(op):
+        found, c = op, op._cf_context
+        while c is not None and c is not here:
+            if hasattr(c, "unit_outputs"):
+                found = c
+            c = c.outer
+        return found
+
+    return unit
+
+
+def _unit_outputs(node):
+    return node.unit_outputs() if hasattr(node, "unit_outputs") else node.outputs
+
+
+def _unit_inputs(node):
+    return node.unit_inputs() if hasattr(node, "unit_inputs") else node.inputs
+
+
 def _between(ys, xs, stop_ops) -> list:
-    """The ops reachable from xs that ys depend on, in reverse creation (topological) order."""
+    """The ops (and while loops, as units) reachable from xs that ys depend on, in reverse
+    creation (topological) order."""
     consumers = _consumers(ys[0].graph)
+    unit = _unit_finder(ys[0].graph)
     reached, stack = set(), [x for x in xs]
     while stack:
         for op in consumers.get(stack.pop(), ()):
-            if op not in reached:
-                reached.add(op)
-                stack.extend(op.outputs)
-    between, stack = set(), [y.op for y in ys if y.op in reached]
+            node = unit(op)
+            if node not in reached:
+                reached.add(node)
+                stack.extend(_unit_outputs(node))
+    between, stack = set(), [unit(y.op) for y in ys]
+    stack = [n for n in stack if n in reached]
     while stack:
-        op = stack.pop()
-        if op in between:
+        node = stack.pop()
+        if node in between:
             continue
-        between.add(op)
-        if op in stop_ops:
+        between.add(node)
+        if node in stop_ops:
             continue
-        stack.extend(t.op for t in op.inputs if t.op in reached and t.op not in between)
+        for t in _unit_inputs(node):
+            producer = unit(t.op)
+            if producer in reached and producer not in between:
+                stack.append(producer)
     return sorted(between, key=lambda op: op._id, reverse=True)
 
 
@@ -118,11 +152,17 @@ def _output_grads(op, pending) -> list | None:
     """The summed gradient of each output (zeros for float outputs left without one), or None
     when no output of `op` received a gradient."""
 
-    grads = [_sum(pending.pop(t, [])) for t in op.outputs]
+    outputs = _unit_outputs(op)
+    grads = [_sum(pending.pop(t, [])) for t in outputs]
     if all(g is None for g in grads):
         return None
-    return [zeros_like(t) if g is None and _differentiable(t) else g
-            for t, g in zip(op.outputs, grads)]
+    if hasattr(op, "unit_outputs"):   # a while loop: its gradient fills in what it needs
+        return grads
+    # zeros that depend on the output (not a constant): in a branch not taken they are
+    # dead like the output, so a cond gradient's Merge forwards the live gradient
+    live = not op.op_def.has(Trait.CONTROL_FLOW)
+    return [zeros_like(t, optimize=live) if g is None and _differentiable(t) else g
+            for t, g in zip(outputs, grads)]
 
 
 def _apply_gradient(op, out_grads) -> list:
@@ -176,6 +216,13 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
         x_set = set(xs)
         results: dict = {}
         for op in _between(ys, xs, stop_ops):
+            if hasattr(op, "unit_outputs"):   # a while loop, differentiated as a whole
+                with graph.name_scope(f"{op.frame_name.split('/')[-1]}_grad"):
+                    out_grads = _output_grads(op, pending)
+                    if out_grads is not None:
+                        for t, gs in while_loop_gradient(op, out_grads).items():
+                            pending.setdefault(t, []).extend(gs)
+                continue
             wanted = [t for t in op.outputs if t in x_set]
             for t in wanted:  # an x's gradient is complete once its producer is reached
                 results[t] = list(pending.get(t, []))

@@ -42,6 +42,7 @@ class Trait(enum.Enum):
     SHAPE_ONLY = enum.auto()      # result depends only on input shapes, not values
     RUNTIME_VALUE = enum.auto()   # value known only when run (placeholders): never folded
     BLOCKING = enum.auto()        # may wait on other ops or threads (queues): own pool thread
+    CONTROL_FLOW = enum.auto()    # routes values between branches, frames and iterations
 
 
 @dataclasses.dataclass(eq=False, frozen=True)

@@ -41,16 +41,24 @@ VARIABLE_V2 = OpDef("VariableV2", _variable_infer, _variable_kernel,
                     traits={Trait.STATEFUL, Trait.SOURCE}, default_name="Variable")
 
 
+def _variable_behind(t):
+    """The tensor a variable reference came from: through the Enter and Switch ops that
+    carry a variable captured by a while loop or cond (ops/control_flow.py) to the variable."""
+    while t.op.type in ("Enter", "Switch"):
+        t = t.op.inputs[0]
+    return t
+
+
 def _check_ref(op):
     ref = op.inputs[0]
-    if ref.op.op_def is not VARIABLE_V2:
+    if _variable_behind(ref).op.op_def is not VARIABLE_V2:
         raise TypeError(f"Input 'ref' of '{op.op_def.name}' Op requires a variable (l-value) "
                         f"input, but {ref.name} is produced by a {ref.op.type} op.")
     value = op.inputs[1]
     if value.dtype is not ref.dtype:
         raise TypeError(f"Input 'value' of '{op.op_def.name}' Op has type {value.dtype.name} "
                         f"that does not match type {ref.dtype.name} of variable "
-                        f"'{ref.op.name}'.")
+                        f"'{_variable_behind(ref).op.name}'.")
     return ref, value
 
 

@@ -109,6 +109,9 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
             if c not in needed:
                 stack.append(c)
     ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
+    from .control_flow_executor import ControlFlowPlan, needs_control_flow  # lazy: imports us
+    if needs_control_flow(ops):   # frames and dead values: no steps, no rewrites
+        return ControlFlowPlan(ops, list(fetch_tensors), set(fed))
     nodes = group(ops, fetch_tensors, fed) if group is not None else ops
     if optimize is None:
         return _link(nodes, fed)
@@ -265,6 +268,10 @@ def check_output(op, t, v):
 
 def execute(plan: Plan, values: dict, state, pool=None, timeout_s=None, trace=None):
     """Run `plan`; `values` holds the fed tensors and receives every computed one."""
+    if type(plan) is not Plan:   # a plan with control flow (control_flow_executor.py)
+        from .control_flow_executor import execute_control_flow  # lazy: it imports us
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        return execute_control_flow(plan, values, state, deadline, trace)
     if not timeout_s and trace is None and len(plan.ops) == 1:
         run_node(plan.ops[0], values, state, None)  # one compiled cluster: no scheduling
         return values

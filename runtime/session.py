@@ -125,7 +125,8 @@ class Session:
             return "graph optimizer: off (OptimizerOptions)"
         total = graph_optimizer.Report()
         for plan in self._plans.values():
-            total = total + plan.rewrites
+            if plan.rewrites is not None:   # None: a control-flow plan, never rewritten
+                total = total + plan.rewrites
         return f"graph optimizer ({len(self._plans)} plans): {total.describe()}"
 
     def _fetch_structure(self, fetches):

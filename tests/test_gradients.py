@@ -34,11 +34,17 @@ NON_DIFFERENTIABLE = {
     **dict.fromkeys(["RandomUniform", "RandomStandardNormal", "TruncatedNormal",
                      "RandomUniformInt", "Multinomial", "RandomShuffle"], "random"),
     "ComplexAbs": "complex input: flowjit differentiates real floating-point tensors only",
+    **dict.fromkeys(["Enter", "Exit", "NextIteration", "LoopCond"],
+                    "a while loop is differentiated as a whole (ops/while_gradient.py)"),
+    **dict.fromkeys(["StackV2", "StackPushV2", "StackPopV2"],
+                    "the stacks of a while loop's gradient: bookkeeping, not math"),
     **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
                      "RightShift"], "integer inputs and output"),
 }
 # Ops whose gradient is checked by a dedicated test instead of finite differences.
-NOT_FINITE_DIFFERENCED = {"StopGradient": "its gradient is None by definition"}
+NOT_FINITE_DIFFERENCED = {"StopGradient": "its gradient is None by definition",
+                          **dict.fromkeys(["Switch", "Merge"], "routing ops: cond gradients "
+                                          "are finite-differenced in tests/test_control_flow.py")}
 
 
 def _session(graph):

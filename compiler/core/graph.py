@@ -70,6 +70,7 @@ class Graph:
             s.name_scope = ""
             s.control = []  # list of lists of Operations; None entry clears outer ones
             s.device = []
+            s.cf_context = None  # the cond branch or while loop ops are being built in
         return s
 
     def _next_tensor_id(self) -> int:
@@ -192,19 +193,44 @@ class Graph:
                     raise ValueError(f"'{name}' is not a valid op name.")
                 op_name = self.unique_name(base)
             controls = []
-            input_ops = {t.op for t in inputs}
             for c in list(self._current_control_inputs()) + [_as_operation(c)
                                                              for c in control_inputs]:
-                if c not in controls and c not in input_ops:
+                if c not in controls:
                     controls.append(c)
+            context = self._state().cf_context
+            if context is not None:   # values from outside a branch or loop enter it
+                inputs, controls = context.prepare_inputs(op_def, inputs, controls)
+            input_ops = {t.op for t in inputs}
+            controls = [c for c in controls if c not in input_ops]
             op = Operation(self, op_def, op_name, inputs, attrs, controls,
                            self._current_device(), _user_frames())
+            op._cf_context = context
             outputs = _infer(op_def, op)
             op._outputs = tuple(Tensor(op, i, dt, shp) for i, (dt, shp) in enumerate(outputs))
             self._operations.append(op)
             self._by_name[op_name] = op
             self._version += 1
+            if context is not None:
+                context.add_op(op)
         return op
+
+    # --- control-flow contexts (ops/control_flow.py builds them) ------------------------
+    def _get_control_flow_context(self):
+        """The cond branch or while loop that ops created now belong to (None: the top)."""
+        return self._state().cf_context
+
+    @contextlib.contextmanager
+    def _control_flow_context(self, context):
+        """Create ops inside `context` (a cond branch or while loop, or None for the top
+        level): the context sees each op's inputs first (it brings outside values in through
+        Switch or Enter ops) and records the op."""
+        state = self._state()
+        old = state.cf_context
+        state.cf_context = context
+        try:
+            yield context
+        finally:
+            state.cf_context = old
 
     def _add_op_for_import(self, op: Operation):
         self._operations.append(op)

@@ -158,6 +158,8 @@ class Tensor:
 class Operation:
     """A node of the graph: an op type applied to input tensors, with attributes."""
 
+    _cf_context = None   # the cond branch or while loop the op was built in (graph.py)
+
     def __init__(self, graph: Graph, op_def, name: str, inputs, attrs: dict,
                  control_inputs, device: str, traceback):
         self._graph = graph

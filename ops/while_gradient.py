@@ -1,0 +1,129 @@
+"""The gradient of a `while_loop`, built as a second loop that runs the iterations
+backwards (TensorFlow's design, with recomputation of each iteration's body).
+
+`tf.gradients` treats a forward loop as one unit (compiler/gradients.py): the gradients
+of its Exit values come in, the gradients of what entered it go out.  Here:
+1. *Stacks.*  The first gradient adds, inside the forward loop, one StackPushV2 per loop
+   variable: each iteration pushes the values its body started from (the stacks are made
+   fresh by every run).  The pushes are control inputs of the loop counter's
+   NextIteration, so the loop's final Exit values wait for every push.
+2. *The backward loop* runs the forward trip count (the hidden counter's Exit value) of
+   iterations.  Each pops the values of the matching forward iteration, rebuilds the
+   user's body on them (recomputation: the body function is called again inside the
+   backward loop, so any op a body holds, nested loops and conds included, is
+   differentiated by the ordinary rules), and takes `gradients(body outputs, body inputs
+   + the outside tensors the body captured, grad_ys=the running gradients)`.  The running
+   gradients of the loop variables are its loop variables; the gradients of captured
+   outside tensors (weights) are summed over iterations in accumulators.
+3. The backward loop's results are the gradients of the forward loop's initial values and
+   of its captured tensors.
+
+Recomputation reruns the body's ops, so a body holding random or state-changing ops
+(the second run would draw other numbers or apply an update twice) is refused with an
+error naming the op.  A loop built with `back_prop=False` passes no gradient.
+"""
+
+from __future__ import annotations
+
+from ..compiler.core.shapes import TensorShape
+from ..errors import InvalidArgumentError
+from . import control_flow_ops as cf
+from .fill_ops import zeros_like
+from .registry import Trait
+
+_RECOMPUTE_SAFE = frozenset({"StackPushV2", "StackV2", "StackPopV2", "VariableV2",
+                             "Variable"})
+
+
+def _floating(t) -> bool:
+    return t.dtype.is_floating
+
+
+def _add_stacks(loop) -> list:
+    """Per user loop variable: the handle of the stack its forward values go to."""
+    if loop.gradient_stacks is not None:
+        return loop.gradient_stacks
+    graph = loop.graph
+    handles = []
+    with graph._control_flow_context(loop.outer):
+        for j, var in enumerate(loop.body_inputs[1:]):
+            handles.append(cf.stack(var.dtype, f"{loop.frame_name}/stack_{j}",
+                                    name=f"{loop.frame_name}/grad_stack_{j}"))
+    with graph._control_flow_context(loop):
+        pushes = [cf.stack_push(h, var, name="grad_push")
+                  for h, var in zip(handles, loop.body_inputs[1:])]
+    counter_next = loop.nexts[0].op
+    for p in pushes:
+        counter_next._add_control_input(p.op)
+    loop.gradient_stacks = handles
+    return handles
+
+
+def _check_recomputable(loop) -> None:
+    for op in loop.all_ops:
+        if op.op_def.has(Trait.STATEFUL) and op.type not in _RECOMPUTE_SAFE:
+            raise InvalidArgumentError(
+                None, op, f"The gradient of while_loop '{loop.frame_name}' recomputes its body, "
+                          f"which holds the stateful op '{op.name}' ({op.type}): a second run "
+                          "would draw other random numbers or apply an update twice. Move it "
+                          "out of the loop, or build the loop with back_prop=False.")
+
+
+def while_loop_gradient(loop, exit_grads: list) -> dict:
+    """{tensor that entered `loop`: [its gradients]} from the gradients of the loop's Exit
+    values (`exit_grads`, one per exit, None where none flows)."""
+    from . import control_flow  # lazy: that module builds loops with this one's help
+    from ..compiler.gradients import gradients  # lazy: the gradients module imports ops
+
+    if not loop.back_prop:
+        return {}
+    _check_recomputable(loop)
+    handles = _add_stacks(loop)
+    user_exits = loop.exits[1:]
+    variables = loop.body_inputs[1:]
+    float_vars = [j for j, v in enumerate(variables) if _floating(v)]
+    captured = [(ext, inner) for ext, inner in loop.captured.items()
+                if _floating(ext) and ext.op.type != "StackV2"]
+    grads0 = [exit_grads[1 + j] if exit_grads[1 + j] is not None
+              else zeros_like(user_exits[j], optimize=False) for j in float_vars]
+    accs0 = [zeros_like(ext, optimize=False) for ext, _ in captured]
+    count = loop.exits[0]
+    graph = loop.graph
+
+    def body(k, *carried):
+        grads, accs = carried[:len(float_vars)], carried[len(float_vars):]
+        with graph.control_dependencies([k.op]):
+            popped = [cf.stack_pop(h, v.dtype, TensorShape(v.shape.dims), name="grad_pop")
+                      for h, v in zip(handles, variables)]
+        with graph.control_dependencies([p.op for p in popped]):
+            k_next = k - 1
+        backward = graph._get_control_flow_context()
+        produced = control_flow.flatten(control_flow._call(
+            loop.body_fn, control_flow.pack(loop.structure, popped)))
+        ys = [control_flow._as_leaf_tensor(produced[j], backward, dtype=variables[j].dtype)
+              for j in float_vars]
+        inner = [backward.captured.get(ext) for ext, _ in captured]
+        xs = [popped[j] for j in float_vars] + [t for t in inner if t is not None]
+        dxs = gradients(ys, xs, grad_ys=list(grads), name="while_grad") if ys else []
+        new_grads = [d if d is not None else zeros_like(popped[j], optimize=False)
+                     for d, j in zip(dxs[:len(float_vars)], float_vars)]
+        it = iter(dxs[len(float_vars):])
+        new_accs = []
+        for acc, t in zip(accs, inner):
+            d = next(it) if t is not None else None
+            new_accs.append(acc + d if d is not None else acc)
+        return [k_next] + new_grads + new_accs
+
+    loop_vars = [count] + grads0 + accs0
+    invariants = [TensorShape([])] + [TensorShape(None)] * (len(grads0) + len(accs0))
+    out = control_flow.while_loop(lambda k, *_: k > 0, body, loop_vars,
+                                  shape_invariants=invariants,
+                                  parallel_iterations=loop.parallel_iterations,
+                                  name=f"{loop.frame_name.split('/')[-1]}_grad",
+                                  return_same_structure=True)
+    results: dict = {}
+    for j, g in zip(float_vars, out[1:1 + len(float_vars)]):
+        results.setdefault(loop.enters[1 + j].op.inputs[0], []).append(g)
+    for (ext, _), g in zip(captured, out[1 + len(float_vars):]):
+        results.setdefault(ext, []).append(g)
+    return results

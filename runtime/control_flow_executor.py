@@ -1,0 +1,273 @@
+"""The control-flow executor: runs a plan that holds Switch, Merge, Enter, Exit or
+NextIteration ops, with frames, iteration tags and dead values (2015 paper §4.4).
+
+Every value is a token for a (tensor, tag) pair.  A tag names the loop iteration a value
+belongs to: `()` at the top level, and one (frame name, iteration) pair per enclosing loop
+frame, outermost first, so the same op runs once per iteration of every loop around it and
+the iterations of a loop can be in flight together (`parallel_iterations` is not a limit
+here: the ready queue runs whatever is ready).  An op instance is (op, tag); it runs when
+every input and control input has a token at its tag, with these rules:
+- an op with a *dead* input (or control input) does not run; its outputs are dead;
+- Switch forwards its data to the output its predicate selects; the other output is dead;
+- Merge forwards the first live input to arrive (with its index); it is dead once every
+  input it can receive at that tag is dead.  A loop's Merge takes its Enter input at
+  iteration 0 and its NextIteration input after;
+- Enter moves a value into iteration 0 of its frame; a constant Enter's value is given to
+  every iteration of the frame instance (a loop invariant);
+- NextIteration moves a live value to the next iteration (dead ones stop there);
+- Exit moves a live value to the parent frame.  Dead exits are the non-final iterations;
+  they reach the parent only when the whole frame is dead (a loop inside a branch not
+  taken), so the parent's Merge can still decide.
+Other ops run their kernels exactly as the plain executor's `run_op` does.  Fetching a
+dead tensor (one in a branch not taken) is an InvalidArgumentError naming it.
+
+The executor is serial (ready queue, first in first out); the clustering and graph
+optimizer do not rewrite such plans: all their ops run with their reference kernels.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from ..compiler.core.node import Operation
+from ..errors import DeadlineExceededError, InvalidArgumentError
+from .executor import run_op
+
+DEAD = type("Dead", (), {"__repr__": lambda self: "<dead>", "__slots__": ()})()
+
+_SWITCH, _MERGE, _ENTER, _EXIT, _NEXT = "Switch", "Merge", "Enter", "Exit", "NextIteration"
+
+
+class ControlFlowPlan:
+    """The pruned subgraph of a run that holds control-flow ops (see the module docstring)."""
+
+    __slots__ = ("ops", "fetches", "fed", "consumers", "control_consumers", "expected",
+                 "merge_kinds", "sources", "parallel", "preset", "aliases", "rewrites")
+
+    def __init__(self, ops, fetches, fed):
+        self.ops = ops
+        self.fetches = fetches
+        self.fed = fed
+        in_plan = set(ops)
+        self.consumers = collections.defaultdict(list)          # tensor -> [(op, index)]
+        self.control_consumers = collections.defaultdict(list)  # op -> [op]
+        self.expected = {}        # op -> number of tokens it waits for (non-Merge)
+        self.merge_kinds = {}     # Merge op -> per input: True when from a NextIteration
+        self.sources = []
+        for op in ops:
+            n = 0
+            for i, t in enumerate(op.inputs):
+                if t in fed:
+                    continue
+                self.consumers[t].append((op, i))
+                n += 1
+            for c in op.control_inputs:
+                if c in in_plan:
+                    self.control_consumers[c].append(op)
+                    n += 1
+            self.expected[op] = n
+            if op.type == _MERGE:
+                self.merge_kinds[op] = [t.op.type == _NEXT for t in op.inputs]
+            if n == 0:
+                self.sources.append(op)
+        self.parallel = False
+        self.preset, self.aliases, self.rewrites = {}, {}, None
+
+
+class _Instance:
+    __slots__ = ("missing", "dead", "inputs", "done", "dead_seen")
+
+    def __init__(self, missing):
+        self.missing = missing
+        self.dead = False
+        self.inputs = {}
+        self.done = False
+        self.dead_seen = 0
+
+
+def execute_control_flow(plan: ControlFlowPlan, values: dict, state, deadline=None,
+                         trace=None) -> dict:
+    """Run `plan`; `values` holds the fed tensors and receives the top-level results."""
+    run = _Run(plan, values, state, deadline, trace)
+    run.go()
+    for t in plan.fetches:
+        if t in plan.fed:
+            continue
+        v = values.get(t, None)
+        if v is None or v is DEAD:
+            why = ("it lies in a cond branch that was not taken" if v is DEAD else
+                   "it is inside a while loop or cond and is not available outside it")
+            raise InvalidArgumentError(None, t.op, f"Fetched tensor {t.name} has no value in "
+                                                   f"this run: {why}.")
+    return values
+
+
+class _Run:
+    def __init__(self, plan, values, state, deadline, trace):
+        self.plan, self.values, self.state = plan, values, state
+        self.deadline, self.trace = deadline, trace
+        self.instances = {}            # (op, tag) -> _Instance
+        self.ready = collections.deque()
+        self.frames = {}               # (parent tag, frame name) -> _Frame
+        self.t0 = time.perf_counter()
+
+    # --- tokens -------------------------------------------------------------------------------
+    def go(self):
+        for op in self.plan.sources:
+            self.ready.append((op, ()))
+        while self.ready:
+            op, tag = self.ready.popleft()
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise DeadlineExceededError(None, op, "Timed out waiting for the run to finish "
+                                                      "(RunOptions.timeout_in_ms).")
+            self.fire(op, tag)
+
+    def instance(self, op, tag):
+        key = (op, tag)
+        inst = self.instances.get(key)
+        if inst is None:
+            inst = self.instances[key] = _Instance(self.plan.expected[op])
+        return inst
+
+    def deliver(self, tensor, tag, value):
+        if not tag:
+            self.values[tensor] = value
+        for op, index in self.plan.consumers.get(tensor, ()):
+            self.arrive(op, tag, index, value)
+
+    def arrive(self, op, tag, index, value):
+        inst = self.instance(op, tag)
+        if inst.done:
+            return
+        if op.type == _MERGE:
+            self.arrive_merge(op, tag, inst, index, value)
+            return
+        if index is not None:
+            inst.inputs[index] = value
+        if value is DEAD:
+            inst.dead = True
+        inst.missing -= 1
+        if inst.missing == 0:
+            self.ready.append((op, tag))
+
+    def arrive_merge(self, op, tag, inst, index, value):
+        if index is None:        # a control input: Merge waits on none
+            return
+        if value is not DEAD:
+            inst.done = True
+            frame = self.frames.get((tag[:-1], tag[-1][0])) if tag else None
+            if frame is not None and tag[-1][1] == 0:
+                frame.live = True
+            self.finish(op, tag, [value, _index_value(index)])
+            return
+        inst.dead_seen += 1
+        kinds = self.plan.merge_kinds[op]
+        if any(kinds):   # a loop's Merge: Enter inputs at iteration 0, NextIteration after
+            first = not tag or tag[-1][1] == 0
+            can_arrive = sum(1 for k in kinds if k != first)
+        else:
+            can_arrive = len(kinds)
+        if inst.dead_seen >= can_arrive:
+            inst.done = True
+            self.finish(op, tag, [DEAD, DEAD])
+
+    def control_done(self, op, tag, dead):
+        for c in self.plan.control_consumers.get(op, ()):
+            self.arrive(c, tag, None, DEAD if dead else True)
+
+    # --- running an op instance ----------------------------------------------------------------
+    def fire(self, op, tag):
+        inst = self.instances.pop((op, tag), None)
+        if inst is None:
+            inst = _Instance(0)
+        kind = op.type
+        inputs = [inst.inputs[i] if i in inst.inputs else self.values[t]
+                  for i, t in enumerate(op.inputs)]
+        if kind == _ENTER:
+            self.enter(op, tag, inputs[0])
+        elif kind == _EXIT:
+            self.exit(op, tag, inputs[0])
+        elif kind == _NEXT:
+            if inputs[0] is not DEAD:
+                self.next_iteration(op, tag, inputs[0])
+            self.control_done(op, tag, inputs[0] is DEAD)
+        elif inst.dead:
+            self.finish(op, tag, [DEAD] * len(op.outputs))
+        elif kind == _SWITCH:
+            data, pred = inputs
+            self.finish(op, tag, [DEAD, data] if bool(pred) else [data, DEAD])
+        else:
+            start = time.perf_counter() if self.trace is not None else 0.0
+            scratch = dict(zip(op.inputs, inputs))
+            run_op(op, scratch, self.state, self.deadline)
+            if self.trace is not None:
+                self.trace.append((op, start - self.t0, time.perf_counter() - self.t0, 0))
+            self.finish(op, tag, [scratch[t] for t in op.outputs])
+
+    def finish(self, op, tag, outputs):
+        for t, v in zip(op.outputs, outputs):
+            self.deliver(t, tag, v)
+        self.control_done(op, tag, all(v is DEAD for v in outputs) and bool(outputs))
+
+    # --- frames ----------------------------------------------------------------------------------
+    def frame(self, parent, name):
+        key = (parent, name)
+        f = self.frames.get(key)
+        if f is None:
+            f = self.frames[key] = _Frame()
+        return f
+
+    def enter(self, op, tag, value):
+        name = op._attrs["frame_name"]
+        frame = self.frame(tag, name)
+        if op._attrs.get("is_constant"):
+            frame.constants.append((op.outputs[0], value))
+            for it in range(frame.started + 1):
+                self.deliver(op.outputs[0], tag + ((name, it),), value)
+            self.control_done(op, tag + ((name, 0),), value is DEAD)
+            return
+        self.start_iteration(frame, tag, name, 0)
+        child = tag + ((name, 0),)
+        self.deliver(op.outputs[0], child, value)
+        self.control_done(op, child, value is DEAD)
+
+    def start_iteration(self, frame, parent, name, it):
+        while frame.started < it:
+            frame.started += 1
+            child = parent + ((name, frame.started),)
+            for t, v in frame.constants:
+                self.deliver(t, child, v)
+
+    def next_iteration(self, op, tag, value):
+        parent, (name, it) = tag[:-1], tag[-1]
+        self.start_iteration(self.frame(parent, name), parent, name, it + 1)
+        self.deliver(op.outputs[0], parent + ((name, it + 1),), value)
+
+    def exit(self, op, tag, value):
+        parent, (name, _) = tag[:-1], tag[-1]
+        if value is DEAD and self.frame(parent, name).live:
+            return   # a non-final iteration: the live exit comes later
+        self.deliver(op.outputs[0], parent, value)
+        self.control_done(op, parent, value is DEAD)
+
+
+class _Frame:
+    __slots__ = ("started", "constants", "live")
+
+    def __init__(self):
+        self.started = -1         # the last iteration that has begun
+        self.constants = []       # (tensor, value) of its constant Enters
+        self.live = False         # whether iteration 0 ran (some Merge forwarded a value)
+
+
+def _index_value(index):
+    import numpy as np
+    return np.int32(index)
+
+
+def needs_control_flow(ops) -> bool:
+    """Whether a plan over `ops` must run on this executor."""
+    return any(type(op) is Operation and op._cf_context is not None or
+               op.type in ("Switch", "Merge", "Enter", "Exit", "NextIteration")
+               for op in ops)
