@@ -1,0 +1,57 @@
+"""TF 1.x programs with control flow under flowjit vs TensorFlow's recorded results.
+
+The programs live in `fixtures/tf1_control_flow.py`; `fixtures/record_tf1.py` ran them
+under TensorFlow 2.21's `tensorflow.compat.v1` and stored `fixtures/tf1_control_flow.npz`.
+Each runs here under the compile-always and the never-compile policies: plans holding
+control flow run on the control-flow executor with the ops' reference kernels either way
+(runtime/control_flow_executor.py), and both must agree with TensorFlow in nesting, dtypes,
+shapes and values.
+"""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import flowjit as tf
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+_spec = importlib.util.spec_from_file_location("flowjit_tf1_control_flow",
+                                               os.path.join(FIXTURES, "tf1_control_flow.py"))
+PROGRAMS = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(PROGRAMS)
+RECORDED = dict(np.load(os.path.join(FIXTURES, "tf1_control_flow.npz")))
+TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-10, 1e-12)}
+
+
+def _expected(name):
+    leaves, i = [], 0
+    while f"{name}:{i}" in RECORDED:
+        leaves.append(RECORDED[f"{name}:{i}"])
+        i += 1
+    return str(RECORDED[f"{name}:structure"]), leaves
+
+
+def test_fixture_covers_every_program():
+    recorded = {k.split(":")[0] for k in RECORDED if not k.startswith("_meta")}
+    assert recorded == set(PROGRAMS.PROGRAMS)
+
+
+@pytest.mark.parametrize("policy", ["always", "never"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS.PROGRAMS))
+def test_program_matches_tensorflow(name, policy, monkeypatch):
+    monkeypatch.setenv("FLOWJIT_JIT", policy)
+    want_structure, want = _expected(name)
+    got_structure, got = PROGRAMS.run_program(tf, name)
+    assert got_structure == want_structure, "fetch results nest differently"
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = f"{name} leaf {i}"
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, TensorFlow gives {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape}, TensorFlow gives {w.shape}"
+        if w.dtype.kind == "f":
+            rtol, atol = TOLERANCES[w.dtype]
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=where)
