@@ -220,7 +220,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
                 with graph.name_scope(f"{op.frame_name.split('/')[-1]}_grad"):
                     out_grads = _output_grads(op, pending)
                     if out_grads is not None:
-                        for t, gs in while_loop_gradient(op, out_grads).items():
+                        for t, gs in while_loop_gradient(op, out_grads, gradients).items():
                             pending.setdefault(t, []).extend(gs)
                 continue
             wanted = [t for t in op.outputs if t in x_set]

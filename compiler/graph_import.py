@@ -36,6 +36,12 @@ def _canonical_key(key: str) -> str:
     return f"^{name}" if control else f"{name}:{index}"
 
 
+def _back_edge(node, producer) -> bool:
+    """A while loop's back edge: a Merge's input from a NextIteration, which is built after
+    the Merge (the import patches it in once both exist)."""
+    return node.op == "Merge" and producer.op == "NextIteration"
+
+
 def _dependency_order(nodes: list, by_name: dict) -> list:
     """Nodes sorted so producers come first, keeping the listed order where free to."""
     position = {n.name: i for i, n in enumerate(nodes)}
@@ -48,7 +54,8 @@ def _dependency_order(nodes: list, by_name: dict) -> list:
             if producer not in by_name:
                 raise ValueError(f"graph_def is invalid at node '{n.name}': input '{spec}' "
                                  f"names a node '{producer}' that is not in the graph_def.")
-            deps.add(producer)
+            if not _back_edge(n, by_name[producer]):
+                deps.add(producer)
         waiting[n.name] = len(deps)
         for d in deps:
             consumers[d].append(n.name)
@@ -151,9 +158,14 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
         if clashes:
             raise ValueError(f"Cannot import graph_def: the graph already has operations "
                              f"named {clashes[:5]}; pass another `name` prefix.")
-        created = {}
+        created, back_edges = {}, []
         for n in order:
-            created[n.name] = _import_node(graph, n, op_defs[n.name], prefix, created, mapped)
+            created[n.name] = _import_node(graph, n, op_defs[n.name], prefix, created, mapped,
+                                           back_edges)
+        for op, index, producer, output in back_edges:   # loops' Merge <- NextIteration
+            inputs = list(op._inputs)
+            inputs[index] = created[producer].outputs[output]
+            op._inputs = tuple(inputs)
 
     results = []
     for op_name, index in returns:
@@ -169,12 +181,16 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
 
 
 def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict,
-                 mapped: dict) -> Operation:
-    inputs, controls = [], []
+                 mapped: dict, back_edges: list) -> Operation:
+    inputs, controls, pending = [], [], []
     for spec in node.input:
         producer, index, control = _split_input(spec)
         if control:
             controls.append(mapped.get(f"^{producer}", created[producer]))
+            continue
+        if producer not in created and node.op == "Merge":   # a back edge: patched later
+            pending.append((len(inputs), producer, index))
+            inputs.append(None)
             continue
         source = created[producer]
         if index >= len(source.outputs):
@@ -188,12 +204,15 @@ def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict
                              f"{t.dtype.name} from {t.name} incompatible with expected "
                              f"{original.dtype.name}.")
         inputs.append(t)
+    stand_in = next((t for t in inputs if t is not None), None)
+    inputs = [stand_in if t is None else t for t in inputs]
     attrs = dict(node.attr)
     shapes = attrs.pop(_SHAPES_ATTR, None)
     device = graph.device(node.device) if node.device else contextlib.nullcontext()
     with device:
         op = graph.create_op(op_def, inputs, attrs, prefix + node.name + "/",
                              control_inputs=controls)
+    back_edges.extend((op, i, producer, index) for i, producer, index in pending)
     if isinstance(shapes, (list, tuple)) and len(shapes) == len(op.outputs):
         for t, s in zip(op.outputs, shapes):
             t.set_shape(s)  # refine with the shapes recorded by as_graph_def(add_shapes=True)

@@ -29,6 +29,7 @@ from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.shapes import TensorShape, as_shape
 from . import basic_ops, control_flow_ops as cf, math_ops
 from .builder import to_tensor
+from .nest import flatten, pack, same_structure as _same_structure
 
 
 class ControlFlowContext:
@@ -141,43 +142,6 @@ class WhileContext(ControlFlowContext):
 
     def unit_inputs(self) -> list:
         return [e.op.inputs[0] for e in self.enters] + list(self.captured)
-
-
-# --- nested structures of loop variables and branch results ---------------------------------
-
-def flatten(structure) -> list:
-    """The leaves of a nest of lists, tuples, namedtuples and dicts (sorted keys)."""
-    if isinstance(structure, dict):
-        return [leaf for k in sorted(structure) for leaf in flatten(structure[k])]
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in flatten(item)]
-    return [structure]
-
-
-def pack(structure, leaves):
-    """`leaves` (flatten's order) rebuilt into the shape of `structure`."""
-    it = iter(leaves)
-
-    def build(s):
-        if isinstance(s, dict):
-            return type(s)((k, build(s[k])) for k in sorted(s))
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[build(x) for x in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(build(x) for x in s)
-        return next(it)
-
-    return build(structure)
-
-
-def _same_structure(a, b) -> bool:
-    if isinstance(a, dict) or isinstance(b, dict):
-        return (isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b)
-                and all(_same_structure(a[k], b[k]) for k in a))
-    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        return (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and
-                len(a) == len(b) and all(_same_structure(x, y) for x, y in zip(a, b)))
-    return True
 
 
 def _as_leaf_tensor(value, context, dtype=None) -> Tensor | Operation:
@@ -323,10 +287,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         variables = [counter] + initial
         loop.enters = [loop.enter(v, is_constant=False) for v in variables]
         with graph._control_flow_context(loop):
-            merges = [cf.merge([e, e], name="Merge")[0] for e in loop.enters]
-            for m, s in zip(merges[1:], invariants):
-                m._shape = s           # the shape every iteration's value must have
-            merges[0]._shape = TensorShape([])
+            merges = [cf.merge([e, e], name="Merge", shape_invariant=s)[0]
+                      for e, s in zip(loop.enters, [TensorShape([])] + invariants)]
             loop.merges = merges
             loop.pivot = merges[0].op
             args = pack(structure, merges[1:])

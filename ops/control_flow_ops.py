@@ -90,6 +90,9 @@ def _merge_infer(op):
             raise TypeError(f"Merge's inputs must have one dtype: {op.inputs[0].name} is "
                             f"{dtype.name}, {t.name} is {t.dtype.name}.")
         shape = _common_shape(shape, t.shape)
+    if "_shape_invariant" in op._attrs:   # a loop variable's Merge: every iteration's shape
+        dims = op._attrs["_shape_invariant"]
+        shape = TensorShape(None if dims is None else list(dims))
     return [(dtype, shape), (_dtypes.int32, scalar())]
 
 
@@ -117,9 +120,15 @@ MERGE = OpDef("Merge", _merge_infer, _merge_kernel, traits=_CF, gradient=_merge_
               doc="Forwards the first of its inputs to become available (live), with its index.")
 
 
-def merge(inputs, name=None):
-    """(output, value_index): whichever input is live."""
-    op = make_op(MERGE, list(inputs), {}, name or "Merge")
+def merge(inputs, name=None, shape_invariant=None):
+    """(output, value_index): whichever input is live.  `shape_invariant`: the output's
+    shape for a loop variable's Merge (kept in the `_shape_invariant` attribute, which
+    TensorFlow ignores as an internal one)."""
+    attrs = {}
+    if shape_invariant is not None:
+        dims = TensorShape(shape_invariant).dims
+        attrs["_shape_invariant"] = None if dims is None else list(dims)
+    op = make_op(MERGE, list(inputs), attrs, name or "Merge")
     return op.outputs[0], op.outputs[1]
 
 

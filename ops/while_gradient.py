@@ -69,11 +69,12 @@ def _check_recomputable(loop) -> None:
                           "out of the loop, or build the loop with back_prop=False.")
 
 
-def while_loop_gradient(loop, exit_grads: list) -> dict:
+def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
     """{tensor that entered `loop`: [its gradients]} from the gradients of the loop's Exit
-    values (`exit_grads`, one per exit, None where none flows)."""
+    values (`exit_grads`, one per exit, None where none flows); `gradients` is the
+    `tf.gradients` function that differentiates the recomputed body (passed in: the
+    compiler layer, which holds it, sits above ops)."""
     from . import control_flow  # lazy: that module builds loops with this one's help
-    from ..compiler.gradients import gradients  # lazy: the gradients module imports ops
 
     if not loop.back_prop:
         return {}

@@ -189,7 +189,9 @@ def test_every_registered_op_survives_serialization(op_type, data):
     for form in (gd.SerializeToString(), str(gd)):
         with tf.Graph().as_default() as g2:
             import_graph_def(GraphDef.FromString(form), name="")
-        assert g2.as_graph_def() == gd
+        # the same nodes; a while loop's gradient adds control inputs to a NextIteration
+        # built before them, so the re-imported graph may list that node later
+        assert sorted(map(str, g2.as_graph_def().node)) == sorted(map(str, gd.node))
         for name in names:
             a, b = g.get_tensor_by_name(name), g2.get_tensor_by_name(name)
             assert a.dtype is b.dtype and a.shape.dims == b.shape.dims, name
