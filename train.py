@@ -1,7 +1,8 @@
 """`flowjit.train`: TensorFlow 1.x's `tf.train` namespace.
 
 Kept small: it re-exports what lives elsewhere (optimizers from `optimizers.py`, `Saver` and
-`latest_checkpoint` from `runtime/checkpoint.py`) and holds only thin glue: `write_graph` and
+`latest_checkpoint` from `runtime/checkpoint.py`, the queue runners and batching from
+`runtime/queue_runner.py`) and holds only thin glue: `write_graph` and
 the global-step helpers (an int64 variable named "global_step" in the GLOBAL_STEP collection).
 """
 
@@ -17,6 +18,8 @@ from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimiz
                          MomentumOptimizer, Optimizer, RMSPropOptimizer)
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
                                      piecewise_constant, polynomial_decay)
+from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, batch,
+                                   shuffle_batch, start_queue_runners)
 from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
@@ -27,7 +30,8 @@ __all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOpti
            "load_variable", "get_global_step",
            "create_global_step", "get_or_create_global_step", "global_step",
            "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
-           "piecewise_constant"]
+           "piecewise_constant", "Coordinator", "QueueRunner", "add_queue_runner",
+           "start_queue_runners", "batch", "shuffle_batch"]
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:

@@ -18,6 +18,7 @@ from .scatter_ops import tensor_scatter_nd_update  # noqa: F401
 from .linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_solve  # noqa: F401
 from .sort_ops import argsort, sort  # noqa: F401
 from .control_flow import case, cond, while_loop  # noqa: F401
+from .queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue  # noqa: F401
 from .conversion import convert_to_tensor  # noqa: F401
 from .init_ops import *  # noqa: F401,F403
 from .math_ops import *  # noqa: F401,F403

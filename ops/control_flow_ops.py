@@ -104,7 +104,7 @@ def _common_shape(a: TensorShape, b: TensorShape) -> TensorShape:
 
 
 def _merge_kernel(ctx, inputs, attrs):
-    return [inputs[0], np.int32(0)]
+    return [inputs[0], np.array(0, np.int32)]
 
 
 def _merge_gradient(op, grad, grad_index):

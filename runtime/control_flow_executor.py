@@ -263,7 +263,7 @@ class _Frame:
 
 def _index_value(index):
     import numpy as np
-    return np.int32(index)
+    return np.array(index, np.int32)
 
 
 def needs_control_flow(ops) -> bool:

@@ -187,6 +187,7 @@ class Session:
     def close(self):
         """Release the session's state; further `run` calls raise RuntimeError."""
         self._closed = True
+        self._state.close_resources()   # threads blocked on a queue wake up (CancelledError)
         self._state = SessionState()
         self._plans.clear()
         self._structures.clear()

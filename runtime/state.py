@@ -1,4 +1,5 @@
-"""Per-session mutable state: variable values and random-number generators.
+"""Per-session mutable state: variable values, random-number generators and resources
+(queues).
 
 Owns `SessionState` (one per Session: the values of that session's variables and the
 generator of each random op).  `VariableRef`, the value a variable op produces, is defined
@@ -25,6 +26,25 @@ class SessionState:
         self.variables: dict[str, np.ndarray] = {}
         self.lock = threading.RLock()
         self._generators: dict[str, np.random.Generator] = {}
+        self._resources: dict = {}   # key -> resource object (queues): made on first use
+
+    def resource(self, key, make):
+        """The session's resource under `key` (a queue), made by `make()` on first use."""
+        found = self._resources.get(key)
+        if found is None:
+            with self.lock:
+                found = self._resources.get(key)
+                if found is None:
+                    found = self._resources[key] = make()
+        return found
+
+    def close_resources(self) -> None:
+        """Close every queue (pending enqueues cancelled), waking threads blocked on them:
+        the session is closing."""
+        for r in list(self._resources.values()):
+            close = getattr(r, "close", None)
+            if close is not None:
+                close(cancel_pending_enqueues=True)
 
     def generator(self, op, seed: int, seed2: int) -> np.random.Generator:
         """The random generator of `op` in this session (made on first use).

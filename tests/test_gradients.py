@@ -38,6 +38,10 @@ NON_DIFFERENTIABLE = {
                     "a while loop is differentiated as a whole (ops/while_gradient.py)"),
     **dict.fromkeys(["StackV2", "StackPushV2", "StackPopV2"],
                     "the stacks of a while loop's gradient: bookkeeping, not math"),
+    **dict.fromkeys(["FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2",
+                     "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                     "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueSizeV2", "QueueCloseV2"],
+                    "queues: state shared between steps, not a function of the inputs"),
     **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
                      "RightShift"], "integer inputs and output"),
 }

@@ -15,7 +15,7 @@ import importlib
 from hypothesis import HealthCheck, Phase, given, settings
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
-                "random", "linalg", "control")
+                "random", "linalg", "control", "queues")
 
 
 def areas():
