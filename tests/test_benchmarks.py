@@ -57,3 +57,19 @@ def test_bench_peers_choose_the_training_peers_too():
     assert _training_systems("numba,jax").split(",")[-1] == "jax"
     assert _training_systems("numexpr,numba,jax,torch,tensorflow").endswith(
         "jax,torch,tensorflow")
+
+
+def test_control_flow_benchmark_runs_and_checks_its_results(monkeypatch):
+    """The control-flow benchmark (small sizes): every while_loop variant is checked against
+    the Python loop before timing, and the queue-fed loop runs to the end."""
+    import io
+
+    from flowjit.benchmarks import control_flow
+
+    monkeypatch.setattr(control_flow, "TRIPS", 20)
+    out = io.StringIO()
+    row = control_flow.bench_while_loop(1, out)
+    assert {"flowjit", "python+numpy"} <= set(row) and all(v > 0 for v in row.values())
+    times = control_flow.bench_queue_overlap(1, out, steps=3)
+    assert set(times) == {"serial", "queue runner"}
+    assert "while_loop" in out.getvalue() and "queue overlap" in out.getvalue()

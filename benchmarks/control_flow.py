@@ -1,0 +1,146 @@
+"""Control-flow and queue benchmark: what a `tf.while_loop` iteration costs on the
+control-flow executor, and how much a queue-fed input pipeline overlaps with training.
+
+1. *while_loop*: `s = s * c + x` for a fed trip count of scalar iterations, per iteration,
+   against the same loop in plain Python on NumPy scalars (and TensorFlow's Session when
+   `tensorflow` is installed: the `bench` extra), in one process, interleaved batches
+   (benchmarks/timing.py: medians, ratio of medians).  The executor runs loops op by op
+   (about ten ops per iteration), so this is its per-op overhead; compiling loops into
+   the cluster's kernel is the next step (README, "Control flow").
+2. *queue overlap*: a step that consumes a batch (a 384x384 float32 product chain) and a
+   producer that makes it (another such chain), run one after the other in the main
+   thread, against the producer running in a QueueRunner thread that keeps a FIFOQueue
+   filled while the main thread trains.  NumPy's products release the GIL, so on two
+   cores the pipelined loop approaches the slower of the two stages.
+
+Run: `python -m flowjit.benchmarks.control_flow [--repeats N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from .timing import measure
+
+TRIPS = 1000
+
+
+def _loop_cases(tf_module, label):
+    """(name, fn) running the scalar loop in a fresh graph of `tf_module`."""
+    g = tf_module.Graph()
+    with g.as_default():
+        n = tf_module.placeholder(tf_module.int32, [])
+        x = tf_module.placeholder(tf_module.float64, [])
+        _, s = tf_module.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s * 0.999 + x),
+                                    [tf_module.constant(0), tf_module.constant(0.0,
+                                                                               tf_module.float64)])
+        sess = tf_module.Session(graph=g)
+    return label, (lambda: sess.run(s, {n: TRIPS, x: 1.0})), sess
+
+
+def _python_loop():
+    s, c, x = np.float64(0.0), np.float64(0.999), np.float64(1.0)
+    for _ in range(TRIPS):
+        s = s * c + x
+    return s
+
+
+def bench_while_loop(repeats: int, out) -> dict:
+    import flowjit as tf
+
+    variants, sessions = {}, []
+    label, fn, sess = _loop_cases(tf, "flowjit")
+    variants[label], sessions = fn, [sess]
+    try:
+        import tensorflow.compat.v1 as tf1  # optional: the bench extra
+        tf1.disable_eager_execution()
+        label, fn, sess = _loop_cases(tf1, "tensorflow")
+        variants[label] = fn
+        sessions.append(sess)
+    except ImportError:
+        pass
+    variants["python+numpy"] = _python_loop
+    expected = _python_loop()
+    for name, fn in variants.items():
+        if not np.isclose(fn(), expected):
+            raise AssertionError(f"while_loop benchmark: {name} computed {fn()}, not {expected}")
+    results = dict(zip(variants, measure(variants, repeats, 0.2)))
+    base = results["python+numpy"].median
+    print(f"while_loop, {TRIPS} scalar iterations (us per iteration, ratio to Python+NumPy):",
+          file=out)
+    row = {}
+    for name, m in results.items():
+        per = m.median / TRIPS * 1e6
+        row[name] = per
+        print(f"  {name:<14} {per:9.2f} us   {m.median / base:7.1f}x", file=out)
+    for s in sessions:
+        s.close()
+    return row
+
+
+def bench_queue_overlap(repeats: int, out, steps: int = 40) -> dict:
+    import flowjit as tf
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((384, 384)).astype(np.float32) / 20
+    g = tf.Graph()
+    with g.as_default():
+        made = tf.constant(a)
+        for _ in range(4):
+            made = tf.tanh(tf.matmul(made, a))        # the producer's work
+        q = tf.FIFOQueue(4, tf.float32, shapes=[[384, 384]])
+        enqueue = q.enqueue(made)
+        direct = tf.placeholder(tf.float32, [384, 384])
+
+        def consume(t):
+            for _ in range(4):
+                t = tf.tanh(tf.matmul(t, a))
+            return tf.reduce_sum(t)
+
+        step_from_queue, step_direct = consume(q.dequeue()), consume(direct)
+
+    def serial():
+        with tf.Session(graph=g) as sess:
+            for _ in range(steps):
+                sess.run(step_direct, {direct: sess.run(made)})
+
+    def pipelined():
+        with tf.Session(graph=g) as sess:   # a fresh queue each time (closing is final)
+            coord = tf.train.Coordinator()
+            threads = tf.train.QueueRunner(q, [enqueue]).create_threads(
+                sess, coord=coord, daemon=True, start=True)
+            for _ in range(steps):
+                sess.run(step_from_queue)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=30)
+
+    times = {"serial": [], "queue runner": []}
+    for _ in range(repeats):
+        for name, fn in (("serial", serial), ("queue runner", pipelined)):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"queue overlap, {steps} steps (producer and consumer: four 384^2 products each):",
+          file=out)
+    for name, t in med.items():
+        print(f"  {name:<14} {t * 1e3:9.1f} ms   {med['serial'] / t:5.2f}x", file=out)
+    return med
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    bench_while_loop(args.repeats, sys.stdout)
+    bench_queue_overlap(args.repeats, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
