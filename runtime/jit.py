@@ -111,7 +111,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise   # a singular matrix: NumPy's own error, as NumPy raises it
         except (ValueError, ZeroDivisionError) as e:
-            raise InvalidValueError(None, None, f"{e} (in compiled function)") from None
+            raise _as_numpy_error(f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def __call__(self, arrays):
@@ -123,7 +123,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise
         except (ValueError, ZeroDivisionError) as e:
-            raise InvalidValueError(None, None, f"{e} (in compiled function)") from None
+            raise _as_numpy_error(f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def _finish(self, arrays, outs):
@@ -143,6 +143,20 @@ class InvalidValueError(InvalidArgumentError, ValueError):
     mistake, so NumPy code's `except ValueError` catches it too."""
 
 
+class InvalidIndexError(InvalidArgumentError, IndexError):
+    """A jitted function's index out of range: TensorFlow's InvalidArgumentError, and the
+    IndexError NumPy raises for the same index."""
+
+
+def _as_numpy_error(message: str, node_def=None, op=None):
+    """The error for a jitted function's bad input, with the class NumPy would raise:
+    IndexError for an index out of range, ValueError otherwise."""
+    lowered = message.lower()
+    cls = InvalidIndexError if ("out of bounds" in lowered or "out of range" in lowered) \
+        else InvalidValueError
+    return cls(node_def, op, message)
+
+
 class _Interpreted:
     """An entry that runs the traced graph with the reference kernels."""
 
@@ -158,9 +172,9 @@ class _Interpreted:
         try:
             outs = self.session.run(self.trace.outputs, feeds)
         except InvalidArgumentError as e:
-            if isinstance(e, ValueError):
+            if isinstance(e, (ValueError, IndexError)):
                 raise
-            raise InvalidValueError(e.node_def, e.op, e.message) from None
+            raise _as_numpy_error(e.message, e.node_def, e.op) from None
         outs = [np.asarray(o) if np.ndim(o) == 0 else o for o in outs]
         for arg, out in self.trace.writebacks:
             np.copyto(arrays[arg], outs[out], casting="unsafe")

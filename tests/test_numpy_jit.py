@@ -378,3 +378,18 @@ def test_long_unrolled_chains_never_crash(fn, arg, caplog):
     if f.lower(arg).compiled is False:
         assert any("too deep" in r.getMessage() or "graph break" in r.getMessage()
                    for r in caplog.records)
+
+
+def _tenth(x):
+    return x[10]
+
+
+@pytest.mark.parametrize("target", ["cpu", "reference"])
+def test_an_index_out_of_range_is_an_index_error_as_in_numpy(target):
+    f = tf.jit(_tenth, target=target)
+    np.testing.assert_array_equal(f(np.arange(12.0)), 10.0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        np.arange(5.0)[10]
+    with pytest.raises(IndexError, match="out of bounds") as caught:
+        f(np.arange(5.0))
+    assert isinstance(caught.value, tf.errors.InvalidArgumentError)
