@@ -65,12 +65,35 @@ class ControlFlowContext:
         reaches the op, so it runs only in its branch, once per iteration."""
         inputs = [self.internal(t) for t in inputs]
         inside = [c for c in controls if self.contains(c)]
-        if self.drops_external_controls:
-            controls = inside
+        crossing = [c for c in controls if c not in inside and self._across_a_frame(c)]
+        controls = [c for c in controls if c not in crossing]
         varying = any(self.contains(t.op) and not _is_invariant(t) for t in inputs)
         if self.pivot is not None and not varying and not inside:
-            controls = list(controls) + [self.pivot]
+            controls = controls + [self.pivot]
+        if crossing:   # ops outside an enclosing loop: a token after them enters the loop
+            controls = controls + [self._token_after(crossing).op]
         return inputs, controls
+
+    def _across_a_frame(self, op) -> bool:
+        """Whether `op` lies outside a while loop this context is in (so a control edge
+        from it would cross a frame)."""
+        c = self
+        while c is not None:
+            if isinstance(c, WhileContext) and not c.contains(op):
+                return True
+            c = c.outer
+        return False
+
+    def _token_after(self, ops) -> Tensor:
+        """A tensor, valid here, that exists only after `ops` ran: a constant built after
+        them in the nearest enclosing context that holds them all, brought in as every
+        captured value is (TensorFlow moves such control edges to the loop's entry)."""
+        home = self.outer
+        while home is not None and not all(home.contains(op) for op in ops):
+            home = home.outer
+        with self.graph._control_flow_context(home), self.graph.control_dependencies(ops):
+            marker = to_tensor(0, name="control_token")
+        return self.internal(marker)
 
     def internal(self, t: Tensor) -> Tensor:
         """The tensor standing for `t` inside this context (captured once)."""
@@ -92,8 +115,6 @@ class ControlFlowContext:
 class CondContext(ControlFlowContext):
     """One branch of a `cond`: `pred` and `branch` (1 for the true branch, 0 for false)."""
 
-    drops_external_controls = False
-
     def __init__(self, graph, outer, pred, branch: int):
         super().__init__(graph, outer)
         self.pred, self.branch = pred, branch
@@ -108,8 +129,6 @@ class CondContext(ControlFlowContext):
 
 class WhileContext(ControlFlowContext):
     """One `while_loop`: its frame, loop variables and the tensors a gradient needs."""
-
-    drops_external_controls = True
 
     def __init__(self, graph, outer, frame_name: str, parallel_iterations: int, back_prop: bool):
         super().__init__(graph, outer)

@@ -222,10 +222,9 @@ class _Run:
         name = op._attrs["frame_name"]
         frame = self.frame(tag, name)
         if op._attrs.get("is_constant"):
-            frame.constants.append((op.outputs[0], value))
+            frame.constants.append((op, value))
             for it in range(frame.started + 1):
-                self.deliver(op.outputs[0], tag + ((name, it),), value)
-            self.control_done(op, tag + ((name, 0),), value is DEAD)
+                self.give_constant(op, tag + ((name, it),), value)
             return
         self.start_iteration(frame, tag, name, 0)
         child = tag + ((name, 0),)
@@ -236,8 +235,13 @@ class _Run:
         while frame.started < it:
             frame.started += 1
             child = parent + ((name, frame.started),)
-            for t, v in frame.constants:
-                self.deliver(t, child, v)
+            for op, v in frame.constants:
+                self.give_constant(op, child, v)
+
+    def give_constant(self, op, tag, value):
+        """A constant Enter's value (and its control token) in one iteration."""
+        self.deliver(op.outputs[0], tag, value)
+        self.control_done(op, tag, value is DEAD)
 
     def next_iteration(self, op, tag, value):
         parent, (name, it) = tag[:-1], tag[-1]
@@ -257,7 +261,7 @@ class _Frame:
 
     def __init__(self):
         self.started = -1         # the last iteration that has begun
-        self.constants = []       # (tensor, value) of its constant Enters
+        self.constants = []       # (Enter op, value) of its constant Enters
         self.live = False         # whether iteration 0 ran (some Merge forwarded a value)
 
 

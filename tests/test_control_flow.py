@@ -336,3 +336,29 @@ def test_gradient_of_a_body_with_random_ops_is_refused_clearly():
                              lambda i, y: (i + 1, y + tf.random_normal([2], dtype=tf.float64)),
                              [0, x], back_prop=False)
         assert tf.gradients(tf.reduce_sum(z), [x]) == [None]
+
+
+def test_control_dependencies_on_ops_outside_a_loop_run_them_once_before_it():
+    """An op built in a loop body under `control_dependencies` on an op outside the loop
+    waits for it (it runs once, before the loop's iterations use it), as in TensorFlow;
+    the same through a cond inside the body."""
+    with tf.Graph().as_default():
+        v = tf.Variable(0, dtype=tf.int32)
+        bump = tf.assign_add(v, 10)
+
+        def body(i, acc):
+            with tf.control_dependencies([bump]):
+                seen = tf.identity(v)            # reads v after the bump
+            inner = tf.cond(i > 0, lambda: _after(bump, seen), lambda: seen)
+            return i + 1, acc + inner
+
+        _, total = tf.while_loop(lambda i, a: i < 3, body, [0, 0])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(total) == 30
+            assert sess.run(v) == 10      # the bump ran once, not once per iteration
+
+
+def _after(op, t):
+    with tf.control_dependencies([op]):
+        return tf.identity(t)
