@@ -96,12 +96,14 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
-def form_clusters(ops, fetches, fed, options: JitOptions) -> list:
-    """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`."""
+def form_clusters(ops, fetches, fed, options: JitOptions, exclude=None) -> list:
+    """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`;
+    `exclude(op)` true keeps an op out of every cluster."""
     renders = get_target(options.target).capabilities.dtypes
-    groups = partition(ops, fed, options.max_ops, renders=renders)
+    groups = partition(ops, fed, options.max_ops, renders=renders, exclude=exclude)
     if not all(cluster_updates.updates_are_safe(g) for g in groups):
-        groups = partition(ops, fed, options.max_ops, updates=False, renders=renders)
+        groups = partition(ops, fed, options.max_ops, updates=False, renders=renders,
+                           exclude=exclude)
     groups = [g for g in groups
               if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
     if not groups:

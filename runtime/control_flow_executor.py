@@ -21,8 +21,11 @@ every input and control input has a token at its tag, with these rules:
 Other ops run their kernels exactly as the plain executor's `run_op` does.  Fetching a
 dead tensor (one in a branch not taken) is an InvalidArgumentError naming it.
 
-The executor is serial (ready queue, first in first out); the clustering and graph
-optimizer do not rewrite such plans: all their ops run with their reference kernels.
+The executor is serial (ready queue, first in first out).  The top level of such a plan
+is clustered as any plan is (runtime/clustering.py, with `outside_top_level` ops kept
+out): a cluster step is a node that runs once per run, at the top-level tag, dead when an
+input is.  Ops inside branches and loops run with their reference kernels, one at a time;
+the graph optimizer does not rewrite these plans.
 """
 
 from __future__ import annotations
@@ -45,32 +48,33 @@ class ControlFlowPlan:
     __slots__ = ("ops", "fetches", "fed", "consumers", "control_consumers", "expected",
                  "merge_kinds", "sources", "parallel", "preset", "aliases", "rewrites")
 
-    def __init__(self, ops, fetches, fed):
-        self.ops = ops
+    def __init__(self, nodes, fetches, fed):
+        self.ops = nodes          # Operations, and ClusterSteps of top-level ops
         self.fetches = fetches
         self.fed = fed
-        in_plan = set(ops)
-        self.consumers = collections.defaultdict(list)          # tensor -> [(op, index)]
-        self.control_consumers = collections.defaultdict(list)  # op -> [op]
-        self.expected = {}        # op -> number of tokens it waits for (non-Merge)
+        owner = {op: node for node in nodes for op in _members(node)}
+        self.consumers = collections.defaultdict(list)          # tensor -> [(node, index)]
+        self.control_consumers = collections.defaultdict(list)  # node -> [node]
+        self.expected = {}        # node -> number of tokens it waits for (non-Merge)
         self.merge_kinds = {}     # Merge op -> per input: True when from a NextIteration
         self.sources = []
-        for op in ops:
+        for node in nodes:
             n = 0
-            for i, t in enumerate(op.inputs):
-                if t in fed:
+            for i, t in enumerate(node.inputs):
+                if t in fed or owner.get(t.op) is node:   # a step reads its own variables
                     continue
-                self.consumers[t].append((op, i))
+                self.consumers[t].append((node, i))
                 n += 1
-            for c in op.control_inputs:
-                if c in in_plan:
-                    self.control_consumers[c].append(op)
+            for c in _external_controls(node):
+                producer = owner.get(c)
+                if producer is not None:
+                    self.control_consumers[producer].append(node)
                     n += 1
-            self.expected[op] = n
-            if op.type == _MERGE:
-                self.merge_kinds[op] = [t.op.type == _NEXT for t in op.inputs]
+            self.expected[node] = n
+            if type(node) is Operation and node.type == _MERGE:
+                self.merge_kinds[node] = [t.op.type == _NEXT for t in node.inputs]
             if n == 0:
-                self.sources.append(op)
+                self.sources.append(node)
         self.parallel = False
         self.preset, self.aliases, self.rewrites = {}, {}, None
 
@@ -181,6 +185,9 @@ class _Run:
         inst = self.instances.pop((op, tag), None)
         if inst is None:
             inst = _Instance(0)
+        if type(op) is not Operation:   # a cluster of top-level ops (runtime/clustering.py)
+            self.fire_step(op, inst)
+            return
         kind = op.type
         inputs = [inst.inputs[i] if i in inst.inputs else self.values[t]
                   for i, t in enumerate(op.inputs)]
@@ -204,6 +211,20 @@ class _Run:
             if self.trace is not None:
                 self.trace.append((op, start - self.t0, time.perf_counter() - self.t0, 0))
             self.finish(op, tag, [scratch[t] for t in op.outputs])
+
+    def fire_step(self, step, inst):
+        outputs = _step_outputs(step)
+        if inst.dead:
+            values = [DEAD] * len(outputs)
+        else:
+            start = time.perf_counter() if self.trace is not None else 0.0
+            step.run(self.values, self.state, self.deadline)
+            if self.trace is not None:
+                self.trace.append((step, start - self.t0, time.perf_counter() - self.t0, 0))
+            values = [self.values[t] for t in outputs]
+        for t, v in zip(outputs, values):
+            self.deliver(t, (), v)
+        self.control_done(step, (), inst.dead)
 
     def finish(self, op, tag, outputs):
         for t, v in zip(op.outputs, outputs):
@@ -268,6 +289,40 @@ class _Frame:
 def _index_value(index):
     import numpy as np
     return np.array(index, np.int32)
+
+
+def _members(node) -> tuple:
+    return (node,) if type(node) is Operation else node.ops
+
+
+def _external_controls(node) -> list:
+    if type(node) is Operation:
+        return list(node.control_inputs)
+    members = set(node.ops)
+    return [c for op in node.ops for c in op.control_inputs if c not in members]
+
+
+def _step_outputs(step) -> list:
+    """The tensors a cluster step gives the rest of the plan."""
+    return [t for _, t in step.handed_out] + [op.outputs[0] for op in step.published]
+
+
+def outside_top_level(op) -> bool:
+    """Whether `op` must stay out of clusters in a plan with control flow: a routing op, an
+    op of a branch or loop, or one that reads a Switch output or waits on such ops (a
+    branch's pivot).  The rest run at the top level, where a cluster is one node."""
+    if op._cf_context is not None or op.type in _ROUTING:
+        return True
+    for t in op.inputs:
+        producer = t.op
+        if producer.type in ("Exit", "Merge"):   # their values are the top level's
+            continue
+        if producer.type in _ROUTING or producer._cf_context is not None:
+            return True
+    return any(c._cf_context is not None or c.type in _ROUTING for c in op.control_inputs)
+
+
+_ROUTING = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
 
 
 def needs_control_flow(ops) -> bool:

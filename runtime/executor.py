@@ -109,9 +109,11 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
             if c not in needed:
                 stack.append(c)
     ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
-    from .control_flow_executor import ControlFlowPlan, needs_control_flow  # lazy: imports us
-    if needs_control_flow(ops):   # frames and dead values: no steps, no rewrites
-        return ControlFlowPlan(ops, list(fetch_tensors), set(fed))
+    from .control_flow_executor import ControlFlowPlan, needs_control_flow, outside_top_level
+    if needs_control_flow(ops):   # frames and dead values: clusters at the top level only
+        nodes = ops if group is None else group(ops, fetch_tensors, fed,
+                                                exclude=outside_top_level)
+        return ControlFlowPlan(nodes, list(fetch_tensors), set(fed))
     nodes = group(ops, fetch_tensors, fed) if group is not None else ops
     if optimize is None:
         return _link(nodes, fed)

@@ -43,13 +43,15 @@ def clusterable(op, fed, updates: bool = True, renders: frozenset | None = None)
 
 
 def partition(ops, fed, max_ops: int = 0, updates: bool = True,
-              renders: frozenset | None = None) -> list:
+              renders: frozenset | None = None, exclude=None) -> list:
     """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
     with `max_ops`, no group grows past that many ops.  Groups grow along data and control
     edges; with `updates`, variable updates join them (runtime/cluster_updates.py); `renders`
-    as for `clusterable`."""
+    as for `clusterable`; `exclude(op)` true keeps an op out (a plan with control flow keeps
+    its branches and loops out: runtime/control_flow_executor.py)."""
     index = {op: i for i, op in enumerate(ops)}
-    ok = [clusterable(op, fed, updates, renders) for op in ops]
+    ok = [clusterable(op, fed, updates, renders) and not (exclude and exclude(op))
+          for op in ops]
     n = len(ops)
     data_deps = [[index[t.op] for t in op.inputs if t not in fed]
                  + [index[c] for c in op.control_inputs] for op in ops]

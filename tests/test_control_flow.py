@@ -362,3 +362,41 @@ def test_control_dependencies_on_ops_outside_a_loop_run_them_once_before_it():
 def _after(op, t):
     with tf.control_dependencies([op]):
         return tf.identity(t)
+
+
+def test_the_top_level_of_a_plan_with_control_flow_compiles(monkeypatch):
+    """Around a cond, the model's ops form compiled clusters (run at the top level of the
+    control-flow executor) and give what the reference kernels give."""
+    from flowjit.runtime import clustering
+
+    calls, call = [], clustering.ClusterStep._call
+
+    def counted(step, *args):
+        outs = call(step, *args)
+        if outs is not None:
+            calls.append(step.name)
+        return outs
+
+    monkeypatch.setattr(clustering.ClusterStep, "_call", counted)
+    monkeypatch.setattr(clustering, "STRICT", True)
+    losses = {}
+    for policy in ("always", "never"):
+        monkeypatch.setenv("FLOWJIT_JIT", policy)
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float64, [None, 6])
+            train_mode = tf.placeholder(tf.bool, [])
+            w = tf.Variable(np.linspace(-0.3, 0.3, 24).reshape(6, 4))
+            h = tf.tanh(tf.matmul(x, w) + 0.5)
+            y = tf.cond(train_mode, lambda: h * 0.9, lambda: h)
+            loss = tf.reduce_sum(tf.square(y - 1.0))
+            step = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+            xv = np.random.default_rng(2).normal(size=(7, 6))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                losses[policy] = [sess.run([loss, step], {x: xv, train_mode: i % 2 == 0})[0]
+                                  for i in range(4)]
+        if policy == "always":
+            assert calls, "no compiled kernel ran around the cond"
+            calls.clear()
+    assert not calls
+    np.testing.assert_allclose(losses["always"], losses["never"], rtol=1e-10)
