@@ -162,6 +162,8 @@ class ClusterStep:
                              if t in fetched or any(r not in members for r in readers[t])
                              or cluster_updates.is_update(op))
         self.writes = cluster_updates.VariableWrites(ops, self.outputs)
+        self.locking = any(cluster_updates.is_update(op) and op._attrs.get("use_locking")
+                           for op in ops)
         # outputs someone outside reads (the rest are variable updates, installed instead)
         self.handed_out = tuple((i, t) for i, t in enumerate(self.outputs)
                                 if t in fetched or any(r not in members for r in readers[t]))
@@ -173,7 +175,16 @@ class ClusterStep:
         return f"<ClusterStep {self.name}: {', '.join(op.name for op in self.ops)}>"
 
     def run(self, values, state, deadline):
-        """Compute the cluster's outputs from `values` into `values`."""
+        """Compute the cluster's outputs from `values` into `values`.  A cluster holding an
+        update with `use_locking` reads, computes and installs under the session's variable
+        lock, so concurrent steps never lose its update (TensorFlow's guarantee)."""
+        if self.locking:
+            with state.lock:
+                self._run(values, state, deadline)
+        else:
+            self._run(values, state, deadline)
+
+    def _run(self, values, state, deadline):
         for op in self.published:
             values[op.outputs[0]] = VariableRef(state, op.name, op)
         arrays, key = self._inputs_and_signature(values, state)
