@@ -106,3 +106,8 @@ config = _namespace("config", "flowjit's process settings: `tune_process()` opts
 compat = _namespace("compat", "`flowjit.compat.v1` is flowjit itself (TF 1.x names).", {})
 compat.v1 = __import__("sys").modules[__name__]
 __import__("sys").modules[f"{__name__}.compat.v1"] = compat.v1
+from .ops import tfrecord_format as _tfrecord  # noqa: E402
+
+python_io = _namespace("python_io", "TensorFlow's `tf.python_io`: TFRecord files.", {
+    "TFRecordWriter": _tfrecord.TFRecordWriter,
+    "tf_record_iterator": _tfrecord.tf_record_iterator})

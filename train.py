@@ -19,7 +19,8 @@ from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimiz
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
                                      piecewise_constant, polynomial_decay)
 from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, batch,
-                                   shuffle_batch, start_queue_runners)
+                                   input_producer, shuffle_batch, start_queue_runners,
+                                   string_input_producer)
 from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
@@ -31,7 +32,8 @@ __all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOpti
            "create_global_step", "get_or_create_global_step", "global_step",
            "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
            "piecewise_constant", "Coordinator", "QueueRunner", "add_queue_runner",
-           "start_queue_runners", "batch", "shuffle_batch"]
+           "start_queue_runners", "batch", "shuffle_batch", "input_producer",
+           "string_input_producer"]
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:

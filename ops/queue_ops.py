@@ -168,5 +168,39 @@ CLOSE = OpDef("QueueCloseV2", _no_outputs, _close_kernel, traits={Trait.STATEFUL
               default_name="close", doc="Closes the queue (optionally cancelling blocked "
                                         "enqueues).")
 
-OP_DEFS = [FIFO_QUEUE, RANDOM_SHUFFLE_QUEUE, PADDING_FIFO_QUEUE, ENQUEUE, ENQUEUE_MANY, DEQUEUE,
+# --- epochs of an input producer ------------------------------------------------------------
+
+class _Epochs:
+    """How many epochs an input producer has handed out in this session."""
+
+    def __init__(self):
+        self.count = 0
+
+
+def _epoch_infer(op):
+    t = op.inputs[0]
+    return [(t.dtype, t.shape)]
+
+
+def _epoch_kernel(ctx, inputs, attrs):
+    from ..errors import OutOfRangeError
+    epochs = ctx.state.resource(("epochs", ctx.op.name), _Epochs)
+    limit = attrs.get("num_epochs") or 0
+    if limit and epochs.count >= limit:
+        raise OutOfRangeError(None, ctx.op, f"Reached the limit of {limit} epochs of "
+                                            f"'{ctx.op.name}'.")
+    epochs.count += 1
+    value = inputs[0]
+    if attrs.get("shuffle") and len(value):
+        gen = ctx.state.generator(ctx.op, attrs.get("seed", 0), 1 if attrs.get("seed") else 0)
+        value = value[gen.permutation(len(value))]
+    return [value]
+
+
+INPUT_EPOCH = OpDef("InputProducerEpoch", _epoch_infer, _epoch_kernel,
+                    traits={Trait.STATEFUL}, default_name="input_epoch",
+                    doc="One epoch of an input producer's elements (shuffled on request); "
+                        "OutOfRangeError after `num_epochs` epochs.")
+
+OP_DEFS = [INPUT_EPOCH, FIFO_QUEUE, RANDOM_SHUFFLE_QUEUE, PADDING_FIFO_QUEUE, ENQUEUE, ENQUEUE_MANY, DEQUEUE,
            DEQUEUE_MANY, DEQUEUE_UP_TO, SIZE, CLOSE]

@@ -22,7 +22,7 @@ Other ops run their kernels exactly as the plain executor's `run_op` does.  Fetc
 dead tensor (one in a branch not taken) is an InvalidArgumentError naming it.
 
 The executor is serial (ready queue, first in first out).  The top level of such a plan
-is clustered as any plan is (runtime/clustering.py, with `outside_top_level` ops kept
+is clustered as any plan is (runtime/clustering.py, with the `nested_ops` kept
 out): a cluster step is a node that runs once per run, at the top-level tag, dead when an
 input is.  Ops inside branches and loops run with their reference kernels, one at a time;
 the graph optimizer does not rewrite these plans.
@@ -307,19 +307,52 @@ def _step_outputs(step) -> list:
     return [t for _, t in step.handed_out] + [op.outputs[0] for op in step.published]
 
 
-def outside_top_level(op) -> bool:
-    """Whether `op` must stay out of clusters in a plan with control flow: a routing op, an
-    op of a branch or loop, or one that reads a Switch output or waits on such ops (a
-    branch's pivot).  The rest run at the top level, where a cluster is one node."""
-    if op._cf_context is not None or op.type in _ROUTING:
-        return True
-    for t in op.inputs:
-        producer = t.op
-        if producer.type in ("Exit", "Merge"):   # their values are the top level's
-            continue
-        if producer.type in _ROUTING or producer._cf_context is not None:
-            return True
-    return any(c._cf_context is not None or c.type in _ROUTING for c in op.control_inputs)
+def nested_ops(ops) -> set:
+    """The ops of `ops` that run inside a loop frame or a cond branch (or read a value that
+    may be dead), found from the graph's structure alone — so imported graphs, which carry
+    no build contexts, are analysed the same way.  Along a topological order (a loop's back
+    edges, NextIteration into Merge, left out): Enter opens a frame and Exit closes one; a
+    cond's Switch opens a branch and its Merge closes it (a loop's own Switch, on a
+    LoopCond, and its Merges do neither).  What stays at depth zero is the top level."""
+    in_plan = set(ops)
+    preds = {op: [t.op for t in op.inputs if t.op in in_plan and not _back_edge(op, t.op)]
+             + [c for c in op.control_inputs if c in in_plan] for op in ops}
+    users = collections.defaultdict(list)
+    for op, ps in preds.items():
+        for p in ps:
+            users[p].append(op)
+    waiting = {op: len(ps) for op, ps in preds.items()}
+    ready = collections.deque(op for op in ops if waiting[op] == 0)
+    depth = {}
+    while ready:
+        op = ready.popleft()
+        frame = branch = 0
+        for p in preds[op]:
+            f, b = depth[p]
+            kind = p.type
+            if kind == _ENTER:
+                f += 1
+            elif kind == _EXIT:
+                f -= 1
+            elif kind == _SWITCH and not _loop_switch(p):
+                b += 1
+            frame, branch = max(frame, f), max(branch, b)
+        if op.type == _MERGE and not any(t.op.type == _NEXT for t in op.inputs):
+            branch = max(0, branch - 1)   # a cond's Merge: its value is the outer level's
+        depth[op] = (frame, branch)
+        for u in users[op]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return {op for op in ops if depth.get(op, (1, 1)) != (0, 0) or op.type in _ROUTING}
+
+
+def _back_edge(op, producer) -> bool:
+    return op.type == _MERGE and producer.type == _NEXT
+
+
+def _loop_switch(op) -> bool:
+    return len(op.inputs) > 1 and op.inputs[1].op.type == "LoopCond"
 
 
 _ROUTING = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})

@@ -109,10 +109,11 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
             if c not in needed:
                 stack.append(c)
     ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
-    from .control_flow_executor import ControlFlowPlan, needs_control_flow, outside_top_level
+    from .control_flow_executor import ControlFlowPlan, needs_control_flow, nested_ops
     if needs_control_flow(ops):   # frames and dead values: clusters at the top level only
+        nested = nested_ops(ops) if group is not None else ()
         nodes = ops if group is None else group(ops, fetch_tensors, fed,
-                                                exclude=outside_top_level)
+                                                exclude=nested.__contains__)
         return ControlFlowPlan(nodes, list(fetch_tensors), set(fed))
     nodes = group(ops, fetch_tensors, fed) if group is not None else ops
     if optimize is None:

@@ -1,6 +1,6 @@
 """Input pipelines with background threads (TF1 `tf.train` queue runners, 2015 paper §4.6):
-`Coordinator`, `QueueRunner`, `add_queue_runner`, `start_queue_runners`, `batch` and
-`shuffle_batch`.
+`Coordinator`, `QueueRunner`, `add_queue_runner`, `start_queue_runners`, `batch`,
+`shuffle_batch`, `input_producer` and `string_input_producer`.
 
 A QueueRunner owns enqueue ops of one queue and, per op, a thread that runs it in a
 session again and again, so the queue fills while the main loop's steps dequeue.  A thread
@@ -207,5 +207,38 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
                   allow_smaller_final_batch, name or "shuffle_batch")
 
 
+def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None,
+                   capacity=32, shared_name=None, summary_name=None, name=None, cancel_op=None):
+    """A queue fed, by a registered QueueRunner, with the rows of `input_tensor`, epoch after
+    epoch (shuffled per epoch with `shuffle`); closed after `num_epochs` epochs, so its
+    readers then get OutOfRangeError (TF1 `tf.train.input_producer`)."""
+    del summary_name, cancel_op
+    from ..ops import queue_ops
+    from ..ops.builder import make_op, to_tensor
+
+    graph = get_default_graph()
+    with graph.name_scope(name or "input_producer"):
+        value = to_tensor(input_tensor)
+        shape = element_shape if element_shape is not None else value.shape[1:]
+        queue = FIFOQueue(capacity, [value.dtype], shapes=[shape], shared_name=shared_name)
+        epoch = make_op(queue_ops.INPUT_EPOCH, [value],
+                        {"num_epochs": int(num_epochs or 0), "shuffle": bool(shuffle),
+                         "seed": int(seed or 0)}, "epoch").outputs[0]
+        add_queue_runner(QueueRunner(queue, [queue.enqueue_many([epoch])]))
+        return queue
+
+
+def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None,
+                          capacity=32, shared_name=None, name=None, cancel_op=None):
+    """A queue of the file names in `string_tensor` for readers (TF1
+    `tf.train.string_input_producer`); see `input_producer`."""
+    from .. import dtypes as _dtypes
+    from ..ops.builder import to_tensor
+
+    names = to_tensor(string_tensor, dtype=_dtypes.string)
+    return input_producer(names, [], num_epochs, shuffle, seed, capacity, shared_name,
+                          name=name or "input_producer", cancel_op=cancel_op)
+
+
 __all__ = ["Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners", "batch",
-           "shuffle_batch"]
+           "shuffle_batch", "input_producer", "string_input_producer"]

@@ -42,6 +42,9 @@ NON_DIFFERENTIABLE = {
                      "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
                      "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueSizeV2", "QueueCloseV2"],
                     "queues: state shared between steps, not a function of the inputs"),
+    **dict.fromkeys(["TextLineReaderV2", "FixedLengthRecordReaderV2", "TFRecordReaderV2",
+                     "ReaderReadV2", "ReaderReadUpToV2", "DecodeCSV", "DecodeRaw",
+                     "InputProducerEpoch"], "input pipeline: strings and file contents"),
     **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
                      "RightShift"], "integer inputs and output"),
 }

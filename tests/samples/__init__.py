@@ -15,7 +15,7 @@ import importlib
 from hypothesis import HealthCheck, Phase, given, settings
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
-                "random", "linalg", "control", "queues")
+                "random", "linalg", "control", "queues", "readers")
 
 
 def areas():
