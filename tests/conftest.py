@@ -25,3 +25,44 @@ def fresh_graph():
     tf.reset_default_graph()
     # kernel cache entries are written on background threads: let none outlive its test
     tf.wait_for_cache_writes()
+
+
+@pytest.fixture
+def compiled_calls(monkeypatch):
+    """Compiler failures raise (clustering.STRICT); returns a list that gets one entry per
+    call a compiled cluster kernel served, so a test can assert compiled code ran."""
+    from flowjit.runtime import clustering
+
+    monkeypatch.setattr(clustering, "STRICT", True)
+    calls, call = [], clustering.ClusterStep._call
+
+    def counted(step, *args):
+        outs = call(step, *args)
+        if outs is not None:
+            calls.append(step.name)
+        return outs
+
+    monkeypatch.setattr(clustering.ClusterStep, "_call", counted)
+    return calls
+
+
+def assert_like_recorded(name, got_structure, got, want_structure, want, tolerances):
+    """A program's flattened results equal what TensorFlow recorded: the same nesting,
+    dtypes and shapes, values exact for integers, bools and strings and within
+    `tolerances[dtype]` (rtol, atol) for floats."""
+    import numpy as np
+
+    assert got_structure == want_structure, "fetch results nest differently"
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = f"{name} leaf {i}"
+        if w.dtype.kind == "U":  # tensor names
+            assert g.tolist() == w.tolist(), where
+            continue
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, TensorFlow gives {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape}, TensorFlow gives {w.shape}"
+        if w.dtype.kind == "f":
+            rtol, atol = tolerances[w.dtype]
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=where)

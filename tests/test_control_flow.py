@@ -364,21 +364,10 @@ def _after(op, t):
         return tf.identity(t)
 
 
-def test_the_top_level_of_a_plan_with_control_flow_compiles(monkeypatch):
+def test_the_top_level_of_a_plan_with_control_flow_compiles(monkeypatch, compiled_calls):
     """Around a cond, the model's ops form compiled clusters (run at the top level of the
     control-flow executor) and give what the reference kernels give."""
-    from flowjit.runtime import clustering
-
-    calls, call = [], clustering.ClusterStep._call
-
-    def counted(step, *args):
-        outs = call(step, *args)
-        if outs is not None:
-            calls.append(step.name)
-        return outs
-
-    monkeypatch.setattr(clustering.ClusterStep, "_call", counted)
-    monkeypatch.setattr(clustering, "STRICT", True)
+    calls = compiled_calls
     losses = {}
     for policy in ("always", "never"):
         monkeypatch.setenv("FLOWJIT_JIT", policy)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from conftest import assert_like_recorded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 _spec = importlib.util.spec_from_file_location("flowjit_tf1_control_flow",
@@ -44,14 +45,4 @@ def test_program_matches_tensorflow(name, policy, monkeypatch):
     monkeypatch.setenv("FLOWJIT_JIT", policy)
     want_structure, want = _expected(name)
     got_structure, got = PROGRAMS.run_program(tf, name)
-    assert got_structure == want_structure, "fetch results nest differently"
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
-        where = f"{name} leaf {i}"
-        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, TensorFlow gives {w.dtype}"
-        assert g.shape == w.shape, f"{where}: shape {g.shape}, TensorFlow gives {w.shape}"
-        if w.dtype.kind == "f":
-            rtol, atol = TOLERANCES[w.dtype]
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=where)
+    assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from flowjit.runtime import clustering
+from conftest import assert_like_recorded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -50,44 +50,14 @@ def test_fixture_covers_every_program_and_is_small():
     assert os.path.getsize(os.path.join(FIXTURES, "tf1_programs.npz")) < 200_000
 
 
-@pytest.fixture
-def compiled_calls(monkeypatch):
-    """The compile-always policy (FLOWJIT_JIT=always) for the programs' sessions, compiler
-    failures raising; returns a list that gets one entry per call a compiled kernel served."""
-    monkeypatch.setenv("FLOWJIT_JIT", "always")
-    monkeypatch.setattr(clustering, "STRICT", True)
-    calls, call = [], clustering.ClusterStep._call
-
-    def counted(step, *args):
-        outs = call(step, *args)
-        if outs is not None:
-            calls.append(step.name)
-        return outs
-
-    monkeypatch.setattr(clustering.ClusterStep, "_call", counted)
-    return calls
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS.PROGRAMS))
-def test_program_matches_tensorflow(name, compiled_calls):
+def test_program_matches_tensorflow(name, compiled_calls, monkeypatch):
+    monkeypatch.setenv("FLOWJIT_JIT", "always")   # the compile-always policy
     want_structure, want = _expected(name)
     got_structure, got = PROGRAMS.run_program(tf, name)
     print(f"{name}: {len(compiled_calls)} compiled kernel calls")
     assert compiled_calls, "no compiled kernel ran"   # every program has a cluster
-    assert got_structure == want_structure, "fetch results nest differently"
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
-        where = f"{name} leaf {i}"
-        if w.dtype.kind == "U":  # tensor names
-            assert g.tolist() == w.tolist(), where
-            continue
-        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, TensorFlow gives {w.dtype}"
-        assert g.shape == w.shape, f"{where}: shape {g.shape}, TensorFlow gives {w.shape}"
-        if w.dtype.kind == "f":
-            rtol, atol = TOLERANCES[w.dtype]
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=where)
+    assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)
 
 
 def test_programs_leave_no_global_state():
