@@ -18,6 +18,7 @@ from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimiz
                          MomentumOptimizer, Optimizer, RMSPropOptimizer)
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
                                      piecewise_constant, polynomial_decay)
+from .ops.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
 from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, batch,
                                    input_producer, shuffle_batch, start_queue_runners,
                                    string_input_producer)
@@ -33,7 +34,8 @@ __all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOpti
            "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
            "piecewise_constant", "Coordinator", "QueueRunner", "add_queue_runner",
            "start_queue_runners", "batch", "shuffle_batch", "input_producer",
-           "string_input_producer"]
+           "string_input_producer", "Example", "Features", "Feature", "BytesList",
+           "FloatList", "Int64List"]
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:

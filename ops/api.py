@@ -21,7 +21,8 @@ from .control_flow import case, cond, while_loop  # noqa: F401
 from .queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue  # noqa: F401
 from .reader_ops import (FixedLengthRecordReader, ReaderBase, TextLineReader,  # noqa: F401
                          TFRecordReader)
-from .parsing_ops import decode_csv, decode_raw  # noqa: F401
+from .parsing_ops import (FixedLenFeature, VarLenFeature, decode_csv, decode_raw,  # noqa: F401
+                          parse_example, parse_single_example)
 from .conversion import convert_to_tensor  # noqa: F401
 from .init_ops import *  # noqa: F401,F403
 from .math_ops import *  # noqa: F401,F403

@@ -120,3 +120,109 @@ def decode_raw(bytes, out_type, little_endian=True, name=None):  # noqa: A002 - 
 
 OP_DEFS = [DECODE_CSV, DECODE_RAW]
 __all__ = ["decode_csv", "decode_raw"]
+
+
+# --- tf.train.Example records ------------------------------------------------------------------
+
+class FixedLenFeature:
+    """A feature of fixed `shape` and `dtype` (int64, float32 or string), with an optional
+    `default_value` for records that lack it (TF1 `tf.FixedLenFeature`)."""
+
+    def __init__(self, shape, dtype, default_value=None):
+        self.shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+        self.dtype = _dtypes.as_dtype(dtype)
+        self.default_value = default_value
+        if self.dtype.name not in ("int64", "float32", "string"):
+            raise TypeError(f"FixedLenFeature: dtype must be int64, float32 or string, got "
+                            f"{self.dtype.name}.")
+
+
+def VarLenFeature(dtype):  # noqa: N802 - TensorFlow's name
+    """Variable-length features parse into SparseTensors, which flowjit does not have."""
+    raise NotImplementedError("VarLenFeature needs SparseTensor, which flowjit does not "
+                              "support; use FixedLenFeature with a known shape.")
+
+
+_KINDS = {"int64": "int64_list", "float32": "float_list", "string": "bytes_list"}
+
+
+def _example_infer(op):
+    batch = op.inputs[0].shape
+    return [(_dtypes.as_dtype(t), batch.concatenate(TensorShape(s)))
+            for t, s in zip(op.get_attr("dense_types"), op.get_attr("dense_shapes"))]
+
+
+def _example_kernel(ctx, inputs, attrs):
+    from .example_proto import Example
+    serialized, defaults = inputs[0], inputs[1:]
+    keys, types, shapes = attrs["dense_keys"], attrs["dense_types"], attrs["dense_shapes"]
+    outs = [np.empty(serialized.shape + tuple(s), _dtypes.as_dtype(t).np_dtype)
+            for t, s in zip(types, shapes)]
+    for index in np.ndindex(serialized.shape):
+        record = serialized[index]
+        try:
+            example = Example.FromString(record if isinstance(record, bytes)
+                                         else str(record).encode())
+        except ValueError as e:
+            raise InvalidArgumentError(None, ctx.op, f"Could not parse example {index}: "
+                                                     f"{e}") from None
+        for key, t, shape, default, out in zip(keys, types, shapes, defaults, outs):
+            feature = example.features.feature.get(key)
+            if feature is None:
+                if default.size == 0:
+                    raise InvalidArgumentError(None, ctx.op, f"Feature: {key} (data type: "
+                                                             f"{t}) is required but could not "
+                                                             f"be found (example {index}).")
+                out[index] = np.broadcast_to(default, shape)
+                continue
+            if feature.kind() != _KINDS[t]:
+                raise InvalidArgumentError(None, ctx.op, f"Feature {key} of example {index} "
+                                                         f"holds {feature.kind()}, expected "
+                                                         f"{_KINDS[t]} ({t}).")
+            values = getattr(feature, _KINDS[t]).value
+            if len(values) != int(np.prod(shape)):
+                raise InvalidArgumentError(None, ctx.op, f"Key: {key}. Can't parse serialized "
+                                                         f"Example {index}: {len(values)} "
+                                                         f"values for shape {list(shape)}.")
+            arr = np.empty(len(values), object) if t == "string" else \
+                np.asarray(values, _dtypes.as_dtype(t).np_dtype)
+            if t == "string":
+                arr[:] = values
+            out[index] = arr.reshape(shape)
+    return outs
+
+
+PARSE_EXAMPLE = OpDef("ParseExample", _example_infer, _example_kernel,
+                      doc="Parses serialized tf.train.Example records into dense features.")
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """{key: tensor} of the FixedLenFeatures in `features`, for a vector of serialized
+    Examples (TF1 `tf.parse_example`); a leading batch dimension on each tensor."""
+    del example_names
+    serialized = to_tensor(serialized, dtype=_dtypes.string)
+    keys = sorted(features)
+    defaults = []
+    for k in keys:
+        f = features[k]
+        if not isinstance(f, FixedLenFeature):
+            raise TypeError(f"parse_example: feature {k!r} must be a FixedLenFeature.")
+        if f.default_value is None:
+            defaults.append(to_tensor(np.zeros((0,), f.dtype.np_dtype)
+                                      if f.dtype is not _dtypes.string
+                                      else np.array([], object), dtype=f.dtype))
+        else:
+            defaults.append(to_tensor(f.default_value, dtype=f.dtype))
+    op = make_op(PARSE_EXAMPLE, [serialized] + defaults,
+                 {"dense_keys": keys, "dense_types": [features[k].dtype.name for k in keys],
+                  "dense_shapes": [features[k].shape for k in keys]}, name or "ParseExample")
+    return dict(zip(keys, op.outputs))
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """{key: tensor} of one serialized Example (TF1 `tf.parse_single_example`)."""
+    return parse_example(serialized, features, name or "ParseSingleExample", example_names)
+
+
+OP_DEFS.append(PARSE_EXAMPLE)
+__all__ += ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]

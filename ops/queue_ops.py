@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..compiler.core.shapes import TensorShape, scalar
 from ..errors import InvalidArgumentError
-from .queue_state import Queue, QueueKind, stack_components
+from . import queue_state
 from .registry import OpDef, Trait
 
 _RESOURCE = frozenset({Trait.STATEFUL, Trait.SOURCE})
@@ -28,12 +28,12 @@ def _handle_infer(op):
     return [(_dtypes.string, scalar())]
 
 
-def _resource_kernel(kind: QueueKind):
+def _resource_kernel(kind):
     def kernel(ctx, inputs, attrs):
         shapes = attrs.get("shapes")
 
         def make():
-            return Queue(attrs.get("shared_name") or ctx.op.name, kind,
+            return queue_state.Queue(attrs.get("shared_name") or ctx.op.name, kind,
                          [_dtypes.as_dtype(t).np_dtype for t in attrs["component_types"]],
                          None if not shapes else [None if s is None else tuple(s)
                                                   for s in shapes],
@@ -47,21 +47,22 @@ def _resource_kernel(kind: QueueKind):
     return kernel
 
 
-FIFO_QUEUE = OpDef("FIFOQueueV2", _handle_infer, _resource_kernel(QueueKind.FIFO),
+_KIND = queue_state.QueueKind
+FIFO_QUEUE = OpDef("FIFOQueueV2", _handle_infer, _resource_kernel(_KIND.FIFO),
                    traits=_RESOURCE, default_name="fifo_queue",
                    doc="A first-in first-out queue of tuples of tensors.")
 RANDOM_SHUFFLE_QUEUE = OpDef("RandomShuffleQueueV2", _handle_infer,
-                             _resource_kernel(QueueKind.RANDOM_SHUFFLE), traits=_RESOURCE,
+                             _resource_kernel(_KIND.RANDOM_SHUFFLE), traits=_RESOURCE,
                              default_name="random_shuffle_queue",
                              doc="A queue that dequeues its elements in random order.")
 PADDING_FIFO_QUEUE = OpDef("PaddingFIFOQueueV2", _handle_infer,
-                           _resource_kernel(QueueKind.PADDING_FIFO), traits=_RESOURCE,
+                           _resource_kernel(_KIND.PADDING_FIFO), traits=_RESOURCE,
                            default_name="padding_fifo_queue",
                            doc="A FIFO queue whose dequeue_many pads to the batch's shape.")
 QUEUE_TYPES = (FIFO_QUEUE, RANDOM_SHUFFLE_QUEUE, PADDING_FIFO_QUEUE)
 
 
-def _queue(inputs) -> Queue:
+def _queue(inputs):
     return inputs[0][()]
 
 
@@ -134,7 +135,7 @@ def _dequeue_many_kernel(allow_smaller):
     def kernel(ctx, inputs, attrs):
         queue = _queue(inputs)
         elements = queue.dequeue(attrs["n"], allow_smaller, ctx.deadline, ctx.op)
-        return stack_components(queue, elements)
+        return queue_state.stack_components(queue, elements)
 
     return kernel
 
@@ -202,5 +203,5 @@ INPUT_EPOCH = OpDef("InputProducerEpoch", _epoch_infer, _epoch_kernel,
                     doc="One epoch of an input producer's elements (shuffled on request); "
                         "OutOfRangeError after `num_epochs` epochs.")
 
-OP_DEFS = [INPUT_EPOCH, FIFO_QUEUE, RANDOM_SHUFFLE_QUEUE, PADDING_FIFO_QUEUE, ENQUEUE, ENQUEUE_MANY, DEQUEUE,
-           DEQUEUE_MANY, DEQUEUE_UP_TO, SIZE, CLOSE]
+OP_DEFS = [INPUT_EPOCH, FIFO_QUEUE, RANDOM_SHUFFLE_QUEUE, PADDING_FIFO_QUEUE, ENQUEUE,
+           ENQUEUE_MANY, DEQUEUE, DEQUEUE_MANY, DEQUEUE_UP_TO, SIZE, CLOSE]

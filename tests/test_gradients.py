@@ -44,7 +44,8 @@ NON_DIFFERENTIABLE = {
                     "queues: state shared between steps, not a function of the inputs"),
     **dict.fromkeys(["TextLineReaderV2", "FixedLengthRecordReaderV2", "TFRecordReaderV2",
                      "ReaderReadV2", "ReaderReadUpToV2", "DecodeCSV", "DecodeRaw",
-                     "InputProducerEpoch"], "input pipeline: strings and file contents"),
+                     "InputProducerEpoch", "ParseExample"],
+                    "input pipeline: strings and file contents"),
     **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
                      "RightShift"], "integer inputs and output"),
 }

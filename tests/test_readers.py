@@ -128,3 +128,50 @@ def test_decode_raw_needs_equal_lengths():
             assert out.tolist() == [[1, 2], [256, -1]]
             with pytest.raises(InvalidArgumentError, match="same size"):
                 sess.run(v, {s: np.array([b"\x00\x01", b"\x00"], object)})
+
+
+EXAMPLES = os.path.join(os.path.dirname(FIXTURE), "examples_tf.tfrecord")
+
+
+def test_tf_train_examples_written_by_tensorflow_parse_and_round_trip(tmp_path):
+    """tests/fixtures/examples_tf.tfrecord: three Examples TensorFlow 2.21 wrote (label:
+    int64 [i - 1], x: float [0.5 i, -1.25, 3 + i], name: bytes ["row<i>"], big: int64
+    [2**40 + i, -2**40])."""
+    records = list(tf.python_io.tf_record_iterator(EXAMPLES))
+    parsed = [tf.train.Example.FromString(r) for r in records]
+    assert [e.features.feature["big"].int64_list.value for e in parsed] == \
+        [[2**40 + i, -2**40] for i in range(3)]
+    again = [tf.train.Example.FromString(e.SerializeToString()) for e in parsed]
+    assert [e.features.feature["x"].float_list.value for e in again] == \
+        [[0.5 * i, -1.25, 3.0 + i] for i in range(3)]
+    features = {"label": tf.FixedLenFeature([], tf.int64),
+                "x": tf.FixedLenFeature([3], tf.float32),
+                "name": tf.FixedLenFeature([], tf.string),
+                "weight": tf.FixedLenFeature([], tf.float32, default_value=1.0)}
+    with tf.Graph().as_default():
+        files = tf.train.string_input_producer([EXAMPLES], num_epochs=1, shuffle=False)
+        _, record = tf.TFRecordReader().read(files)
+        one = tf.parse_single_example(record, features)
+        batch = tf.parse_example(tf.constant(np.array(records, object)), features)
+        with tf.Session() as sess:
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            rows = _drain(sess, one)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=20)
+            whole = sess.run(batch)
+    assert [r["label"] for r in rows] == [-1, 0, 1]
+    assert [r["name"] for r in rows] == [b"row0", b"row1", b"row2"]
+    np.testing.assert_array_equal(whole["x"], [[0.5 * i, -1.25, 3.0 + i] for i in range(3)])
+    assert whole["x"].dtype == np.float32 and whole["label"].dtype == np.int64
+    np.testing.assert_array_equal(whole["weight"], [1.0, 1.0, 1.0])
+    with tf.Graph().as_default():
+        bad = tf.parse_single_example(tf.constant(records[0]),
+                                      {"missing": tf.FixedLenFeature([], tf.int64)})
+        wrong = tf.parse_single_example(tf.constant(records[0]),
+                                        {"x": tf.FixedLenFeature([2], tf.float32)})
+        with tf.Session() as sess:
+            with pytest.raises(InvalidArgumentError, match="missing.*required"):
+                sess.run(bad)
+            with pytest.raises(InvalidArgumentError, match="3 values for shape"):
+                sess.run(wrong)

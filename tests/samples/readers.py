@@ -136,7 +136,29 @@ def _epoch(draw):
     return OpCase(build, {}, lambda f: [x])
 
 
+@st.composite
+def _example(draw):
+    rows = draw(st.lists(st.tuples(st.integers(-2**40, 2**40),
+                                   st.lists(st.floats(-9, 9, width=32), min_size=2,
+                                            max_size=2)), min_size=1, max_size=3))
+    records = np.empty(len(rows), object)
+    records[:] = [tf.train.Example(features=tf.train.Features(feature={
+        "n": tf.train.Feature(int64_list=tf.train.Int64List(value=[n])),
+        "v": tf.train.Feature(float_list=tf.train.FloatList(value=v))})).SerializeToString()
+        for n, v in rows]
+
+    def build():
+        parsed = tf.parse_example(tf.constant(records),
+                                  {"n": tf.FixedLenFeature([], tf.int64),
+                                   "v": tf.FixedLenFeature([2], tf.float32)})
+        return [parsed["n"], parsed["v"]]
+
+    return OpCase(build, {}, lambda f: [np.array([n for n, _ in rows], np.int64),
+                                        np.array([v for _, v in rows], np.float32)])
+
+
 SAMPLES = {
+    "ParseExample": _example(),
     "TextLineReaderV2": _text(False), "ReaderReadV2": _text(False),
     "ReaderReadUpToV2": _text(True), "FixedLengthRecordReaderV2": _fixed(),
     "TFRecordReaderV2": _tfrecord(), "DecodeCSV": _csv(), "DecodeRaw": _raw(),
