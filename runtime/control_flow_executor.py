@@ -35,7 +35,9 @@ import time
 
 from ..compiler.core.node import Operation
 from ..errors import DeadlineExceededError, InvalidArgumentError
-from .executor import run_op
+from . import executor as _executor
+from .executor import check_output, run_kernel
+from .state import VariableRef
 
 DEAD = type("Dead", (), {"__repr__": lambda self: "<dead>", "__slots__": ()})()
 
@@ -53,7 +55,9 @@ class ControlFlowPlan:
         self.fetches = fetches
         self.fed = fed
         owner = {op: node for node in nodes for op in _members(node)}
-        self.consumers = collections.defaultdict(list)          # tensor -> [(node, index)]
+        # (producer op, output index) -> [(node, input index)]: keyed by op, whose hash is
+        # the builtin one (a Tensor's is Python code, and this is the executor's hot path)
+        self.consumers = collections.defaultdict(list)
         self.control_consumers = collections.defaultdict(list)  # node -> [node]
         self.expected = {}        # node -> number of tokens it waits for (non-Merge)
         self.merge_kinds = {}     # Merge op -> per input: True when from a NextIteration
@@ -63,7 +67,7 @@ class ControlFlowPlan:
             for i, t in enumerate(node.inputs):
                 if t in fed or owner.get(t.op) is node:   # a step reads its own variables
                     continue
-                self.consumers[t].append((node, i))
+                self.consumers[t.op, t.value_index].append((node, i))
                 n += 1
             for c in _external_controls(node):
                 producer = owner.get(c)
@@ -137,7 +141,7 @@ class _Run:
     def deliver(self, tensor, tag, value):
         if not tag:
             self.values[tensor] = value
-        for op, index in self.plan.consumers.get(tensor, ()):
+        for op, index in self.plan.consumers.get((tensor._op, tensor._value_index), ()):
             self.arrive(op, tag, index, value)
 
     def arrive(self, op, tag, index, value):
@@ -206,11 +210,14 @@ class _Run:
             self.finish(op, tag, [DEAD, data] if bool(pred) else [data, DEAD])
         else:
             start = time.perf_counter() if self.trace is not None else 0.0
-            scratch = dict(zip(op.inputs, inputs))
-            run_op(op, scratch, self.state, self.deadline)
+            outs = run_kernel(op, inputs, self.state, self.deadline)
+            if _executor.CHECK_OUTPUTS:
+                for t, v in zip(op.outputs, outs):
+                    if type(v) is not VariableRef:
+                        check_output(op, t, v)
             if self.trace is not None:
                 self.trace.append((op, start - self.t0, time.perf_counter() - self.t0, 0))
-            self.finish(op, tag, [scratch[t] for t in op.outputs])
+            self.finish(op, tag, outs)
 
     def fire_step(self, step, inst):
         outputs = _step_outputs(step)

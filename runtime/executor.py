@@ -229,13 +229,20 @@ def run_node(node, values, state, deadline):
 
 def run_op(op, values, state, deadline):
     """Run `op`'s kernel on its inputs from `values` and store its outputs there."""
+    outs = run_kernel(op, [values[t] for t in op.inputs], state, deadline)
+    for t, v in zip(op.outputs, outs):
+        if CHECK_OUTPUTS and type(v) is not VariableRef:
+            check_output(op, t, v)
+        values[t] = v
+
+
+def run_kernel(op, inputs, state, deadline) -> list:
+    """`op`'s kernel on `inputs` (variable references read unless the op takes them as
+    references): its outputs, or an OpError naming the op (module docstring)."""
     op_def = op.op_def
-    inputs = []
-    for i, t in enumerate(op.inputs):
-        v = values[t]
-        if type(v) is VariableRef and i not in op_def.ref_inputs:
-            v = v.read(op)
-        inputs.append(v)
+    refs = op_def.ref_inputs
+    inputs = [v.read(op) if type(v) is VariableRef and i not in refs else v
+              for i, v in enumerate(inputs)]
     try:
         outs = op_def.kernel(KernelContext(op, state, deadline), inputs, op._attrs)
     except OpError as e:
@@ -251,10 +258,7 @@ def run_op(op, values, state, deadline):
     if len(outs) != len(op.outputs):
         raise InvalidArgumentError(None, op, f"Kernel of {op.type} returned {len(outs)} outputs; "
                                              f"the op declares {len(op.outputs)}.")
-    for t, v in zip(op.outputs, outs):
-        if CHECK_OUTPUTS and type(v) is not VariableRef:
-            check_output(op, t, v)
-        values[t] = v
+    return outs
 
 
 def check_output(op, t, v):
