@@ -71,7 +71,7 @@ from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
-from . import cluster_updates, executor
+from . import cluster_updates, executor, loop_steps
 from .cluster_kernels import ClusterKernels
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
 from .config import JitOptions
@@ -96,9 +96,19 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
-def form_clusters(ops, fetches, fed, options: JitOptions, exclude=None) -> list:
+def form_clusters(ops, fetches, fed, options: JitOptions, exclude=None,
+                  loops: bool = False) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`;
-    `exclude(op)` true keeps an op out of every cluster."""
+    `exclude(op)` true keeps an op out of every cluster; with `loops`, top-level while loops
+    of compilable ops become LoopSteps (runtime/loop_steps.py)."""
+    nodes = _clustered(ops, fetches, fed, options, exclude)
+    if loops:
+        renders = get_target(options.target).capabilities.dtypes
+        nodes = loop_steps.replace_loops(nodes, ops, options, renders)
+    return nodes
+
+
+def _clustered(ops, fetches, fed, options: JitOptions, exclude) -> list:
     renders = get_target(options.target).capabilities.dtypes
     groups = partition(ops, fed, options.max_ops, renders=renders, exclude=exclude)
     if not all(cluster_updates.updates_are_safe(g) for g in groups):

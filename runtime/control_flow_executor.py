@@ -310,7 +310,10 @@ def _external_controls(node) -> list:
 
 
 def _step_outputs(step) -> list:
-    """The tensors a cluster step gives the rest of the plan."""
+    """The tensors a step (a cluster, or a loop: runtime/loop_steps.py) gives the rest of
+    the plan."""
+    if hasattr(step, "plan_outputs"):
+        return step.plan_outputs()
     return [t for _, t in step.handed_out] + [op.outputs[0] for op in step.published]
 
 

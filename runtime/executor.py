@@ -113,7 +113,7 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
     if needs_control_flow(ops):   # frames and dead values: clusters at the top level only
         nested = nested_ops(ops) if group is not None else ()
         nodes = ops if group is None else group(ops, fetch_tensors, fed,
-                                                exclude=nested.__contains__)
+                                                exclude=nested.__contains__, loops=True)
         return ControlFlowPlan(nodes, list(fetch_tensors), set(fed))
     nodes = group(ops, fetch_tensors, fed) if group is not None else ops
     if optimize is None:

@@ -113,7 +113,8 @@ class Session:
         steps, seen = [], set()
         for plan in self._plans.values():
             for node in plan.ops:
-                if isinstance(node, clustering.ClusterStep) and id(node) not in seen:
+                if (isinstance(node, clustering.ClusterStep) or hasattr(node, "loop")) \
+                        and id(node) not in seen:
                     seen.add(id(node))
                     steps.append(node.explain())
         if not steps:

@@ -389,3 +389,49 @@ def test_the_top_level_of_a_plan_with_control_flow_compiles(monkeypatch, compile
             calls.clear()
     assert not calls
     np.testing.assert_allclose(losses["always"], losses["never"], rtol=1e-10)
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(0, 9), shape=st.sampled_from([(), (1,), (4,), (2, 0), (3, 5)]),
+       seed=st.integers(0, 2**16))
+def test_compiled_loops_equal_the_reference_on_drawn_trip_counts(n, shape, seed):
+    """A loop of compilable ops runs as compiled condition and body clusters (a LoopStep,
+    runtime/loop_steps.py) under compile-always; it equals the reference kernels' result
+    on the control-flow executor, with a captured variable, a captured constant and a
+    loop variable the body leaves alone."""
+    from flowjit.runtime import loop_steps
+
+    xv = np.random.default_rng(seed).uniform(-1, 1, shape)
+    results = {}
+    for policy in ("always", "never"):
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float64, shape)
+            k = tf.placeholder(tf.int32, [])
+            scale = tf.Variable(0.5, dtype=tf.float64)
+            offset = tf.constant(0.25, tf.float64)
+            _, y, same = tf.while_loop(
+                lambda i, y, s: i < k,
+                lambda i, y, s: (i + 1, tf.tanh(y) * scale + x - offset, s),
+                [0, tf.zeros_like(x), tf.constant(7)], maximum_iterations=50)
+            config = tf.ConfigProto(jit=tf.JitOptions.always() if policy == "always"
+                                    else tf.JitOptions(policy=tf.JitPolicy.NEVER))
+            with tf.Session(config=config) as sess:
+                sess.run(tf.global_variables_initializer())
+                results[policy] = sess.run([y, same], {x: xv, k: n})
+                steps = [node for plan in sess._plans.values() for node in plan.ops
+                         if isinstance(node, loop_steps.LoopStep)]
+                assert bool(steps) == (policy == "always")
+    want = np.zeros_like(xv)
+    for _ in range(n):
+        want = np.tanh(want) * 0.5 + xv - 0.25
+    np.testing.assert_allclose(results["always"][0], want, rtol=1e-12)
+    np.testing.assert_allclose(results["never"][0], want, rtol=1e-12)
+    assert results["always"][1] == results["never"][1] == 7
+
+
+def test_a_compiled_loop_obeys_the_run_timeout():
+    with tf.Graph().as_default():
+        forever = tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [0])
+        config = tf.ConfigProto(jit=tf.JitOptions.always())
+        with tf.Session(config=config) as sess, pytest.raises(DeadlineExceededError):
+            sess.run(forever, options=tf.RunOptions(timeout_in_ms=300))
