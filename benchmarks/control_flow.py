@@ -4,9 +4,10 @@ control-flow executor, and how much a queue-fed input pipeline overlaps with tra
 1. *while_loop*: `s = s * c + x` for a fed trip count of scalar iterations, per iteration,
    against the same loop in plain Python on NumPy scalars (and TensorFlow's Session when
    `tensorflow` is installed: the `bench` extra), in one process, interleaved batches
-   (benchmarks/timing.py: medians, ratio of medians).  The executor runs loops op by op
-   (about ten ops per iteration), so this is its per-op overhead; compiling loops into
-   the cluster's kernel is the next step (README, "Control flow").
+   (benchmarks/timing.py: medians, ratio of medians).  Two flowjit rows: the control-flow
+   executor running the loop op by op (the never-compile policy), and the loop as
+   compiled condition and body clusters driven from Python (runtime/loop_steps.py, the
+   compile-always policy; the compile happens before the timing).
 2. *queue overlap*: a step that consumes a batch (a 384x384 float32 product chain) and a
    producer that makes it (another such chain), run one after the other in the main
    thread, against the producer running in a QueueRunner thread that keeps a FIFOQueue
@@ -30,8 +31,8 @@ from .timing import measure
 TRIPS = 1000
 
 
-def _loop_cases(tf_module, label):
-    """(name, fn) running the scalar loop in a fresh graph of `tf_module`."""
+def _loop_cases(tf_module, label, config=None):
+    """(name, fn, session) running the scalar loop in a fresh graph of `tf_module`."""
     g = tf_module.Graph()
     with g.as_default():
         n = tf_module.placeholder(tf_module.int32, [])
@@ -39,7 +40,7 @@ def _loop_cases(tf_module, label):
         _, s = tf_module.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s * 0.999 + x),
                                     [tf_module.constant(0), tf_module.constant(0.0,
                                                                                tf_module.float64)])
-        sess = tf_module.Session(graph=g)
+        sess = tf_module.Session(graph=g, config=config)
     return label, (lambda: sess.run(s, {n: TRIPS, x: 1.0})), sess
 
 
@@ -54,8 +55,11 @@ def bench_while_loop(repeats: int, out) -> dict:
     import flowjit as tf
 
     variants, sessions = {}, []
-    label, fn, sess = _loop_cases(tf, "flowjit")
-    variants[label], sessions = fn, [sess]
+    for label, jit in (("flowjit executor", tf.JitOptions(policy=tf.JitPolicy.NEVER)),
+                       ("flowjit compiled", tf.JitOptions.always())):
+        label, fn, sess = _loop_cases(tf, label, tf.ConfigProto(jit=jit))
+        variants[label] = fn
+        sessions.append(sess)
     try:
         import tensorflow.compat.v1 as tf1  # optional: the bench extra
         tf1.disable_eager_execution()
