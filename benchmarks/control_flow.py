@@ -9,10 +9,13 @@ control-flow executor, and how much a queue-fed input pipeline overlaps with tra
    compiled condition and body clusters driven from Python (runtime/loop_steps.py, the
    compile-always policy; the compile happens before the timing).
 2. *queue overlap*: a step that consumes a batch (a 384x384 float32 product chain) and a
-   producer that makes it (another such chain), run one after the other in the main
+   producer that makes it (random numbers and elementwise work on 2x384x384 values), run
+   one after the other in the main
    thread, against the producer running in a QueueRunner thread that keeps a FIFOQueue
-   filled while the main thread trains.  NumPy's products release the GIL, so on two
-   cores the pipelined loop approaches the slower of the two stages.
+   filled while the main thread trains, with the ops' reference kernels and compiled.
+   NumPy's products release the GIL, so with reference kernels the two stages overlap on
+   two cores; compiled clusters do not, since compiled calls are serialized by one lock
+   today (numba's workqueue threading layer; the devices issue lifts it).
 
 Run: `python -m flowjit.benchmarks.control_flow [--repeats N]`.
 """
@@ -92,29 +95,33 @@ def bench_queue_overlap(repeats: int, out, steps: int = 40) -> dict:
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((384, 384)).astype(np.float32) / 20
+    raw = rng.standard_normal((2, 384, 384)).astype(np.float32)
     g = tf.Graph()
     with g.as_default():
-        made = tf.constant(a)
-        for _ in range(4):
-            made = tf.tanh(tf.matmul(made, a))        # the producer's work
+        # the producer: random "augmentation" and elementwise work (a random op: never
+        # constant-folded, so it runs every step)
+        made = tf.random_uniform([2, 384, 384], seed=1) * raw
+        for _ in range(3):
+            made = tf.tanh(made * 0.9 + 0.1)
+        made = tf.reduce_mean(made, axis=0)
         q = tf.FIFOQueue(4, tf.float32, shapes=[[384, 384]])
         enqueue = q.enqueue(made)
         direct = tf.placeholder(tf.float32, [384, 384])
 
-        def consume(t):
+        def consume(t):                              # the training step: products
             for _ in range(4):
                 t = tf.tanh(tf.matmul(t, a))
             return tf.reduce_sum(t)
 
         step_from_queue, step_direct = consume(q.dequeue()), consume(direct)
 
-    def serial():
-        with tf.Session(graph=g) as sess:
+    def serial(config):
+        with tf.Session(graph=g, config=config) as sess:
             for _ in range(steps):
                 sess.run(step_direct, {direct: sess.run(made)})
 
-    def pipelined():
-        with tf.Session(graph=g) as sess:   # a fresh queue each time (closing is final)
+    def pipelined(config):
+        with tf.Session(graph=g, config=config) as sess:   # a fresh queue (closing is final)
             coord = tf.train.Coordinator()
             threads = tf.train.QueueRunner(q, [enqueue]).create_threads(
                 sess, coord=coord, daemon=True, start=True)
@@ -123,17 +130,27 @@ def bench_queue_overlap(repeats: int, out, steps: int = 40) -> dict:
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=30)
 
-    times = {"serial": [], "queue runner": []}
-    for _ in range(repeats):
-        for name, fn in (("serial", serial), ("queue runner", pipelined)):
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+    policies = {"reference kernels": tf.JitOptions(policy=tf.JitPolicy.NEVER),
+                "compiled": tf.JitOptions.always()}
+    times = {}
+    for policy, jit in policies.items():
+        config = tf.ConfigProto(jit=jit)
+        serial(config)      # compiles (compile-always) before the timing
+        for name, fn in ((f"serial, {policy}", serial), (f"queue runner, {policy}", pipelined)):
+            times[name] = []
+        for _ in range(repeats):
+            for name, fn in ((f"serial, {policy}", serial),
+                             (f"queue runner, {policy}", pipelined)):
+                start = time.perf_counter()
+                fn(config)
+                times[name].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"queue overlap, {steps} steps (producer and consumer: four 384^2 products each):",
+    print(f"queue overlap, {steps} steps (producer: random and elementwise on 2x384^2; "
+          f"consumer: four 384^2 products):",
           file=out)
     for name, t in med.items():
-        print(f"  {name:<14} {t * 1e3:9.1f} ms   {med['serial'] / t:5.2f}x", file=out)
+        serial_time = med["serial, " + name.split(", ", 1)[1]]
+        print(f"  {name:<32} {t * 1e3:9.1f} ms   {serial_time / t:5.2f}x", file=out)
     return med
 
 

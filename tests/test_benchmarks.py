@@ -72,5 +72,6 @@ def test_control_flow_benchmark_runs_and_checks_its_results(monkeypatch):
     assert {"flowjit executor", "flowjit compiled", "python+numpy"} <= set(row)
     assert all(v > 0 for v in row.values())
     times = control_flow.bench_queue_overlap(1, out, steps=3)
-    assert set(times) == {"serial", "queue runner"}
+    assert set(times) == {f"{how}, {policy}" for how in ("serial", "queue runner")
+                          for policy in ("reference kernels", "compiled")}
     assert "while_loop" in out.getvalue() and "queue overlap" in out.getvalue()
