@@ -131,15 +131,7 @@ def _clustered(ops, fetches, fed, options: JitOptions, exclude) -> list:
             continue
         for op in g:
             grouped[op] = step
-    nodes, placed = [], set()
-    for op in ops:
-        step = grouped.get(op)
-        if step is None:
-            nodes.append(op)
-        elif id(step) not in placed:
-            placed.add(id(step))
-            nodes.append(step)
-    return nodes
+    return loop_steps.substitute_steps(ops, grouped)
 
 
 class ClusterStep:

@@ -153,11 +153,15 @@ def replace_loops(nodes, ops, options, renders) -> list:
             step = LoopStep(loop, plan_ops, options)
             for op in step.ops:
                 steps[op] = step
-    if not steps:
-        return nodes
+    return substitute_steps(nodes, steps) if steps else nodes
+
+
+def substitute_steps(nodes, step_of: dict) -> list:
+    """`nodes` in order, each op that `step_of` maps to a step replaced by that step (once,
+    where its first member was)."""
     out, placed = [], set()
     for node in nodes:
-        step = steps.get(node) if not hasattr(node, "ops") else None
+        step = step_of.get(node) if not hasattr(node, "ops") else None
         if step is None:
             out.append(node)
         elif id(step) not in placed:
