@@ -34,6 +34,8 @@ import numpy as np
 from ..compiler.core.ir import NodeKind
 from ..compiler.lowering import NotLowerable
 from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
+from .jit_errors import (TOO_DEEP, InvalidIndexError, InvalidValueError,  # noqa: F401
+                         as_numpy_error)
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.tracing import rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
@@ -111,7 +113,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise   # a singular matrix: NumPy's own error, as NumPy raises it
         except (ValueError, ZeroDivisionError) as e:
-            raise _as_numpy_error(f"{e} (in compiled function)") from None
+            raise as_numpy_error(f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def __call__(self, arrays):
@@ -123,7 +125,7 @@ class _Compiled:
         except np.linalg.LinAlgError:
             raise
         except (ValueError, ZeroDivisionError) as e:
-            raise _as_numpy_error(f"{e} (in compiled function)") from None
+            raise as_numpy_error(f"{e} (in compiled function)") from None
         return self._finish(given, outs)
 
     def _finish(self, arrays, outs):
@@ -135,26 +137,6 @@ class _Compiled:
                 continue   # the kernel wrote into the argument itself
             np.copyto(target, value, casting="unsafe")
         return rebuild(self.template, list(outs), self.out_constants)
-
-
-class InvalidValueError(InvalidArgumentError, ValueError):
-    """A jitted function's invalid argument (sizes that do not broadcast, an index out of
-    range): TensorFlow's InvalidArgumentError, and a ValueError as NumPy raises for the same
-    mistake, so NumPy code's `except ValueError` catches it too."""
-
-
-class InvalidIndexError(InvalidArgumentError, IndexError):
-    """A jitted function's index out of range: TensorFlow's InvalidArgumentError, and the
-    IndexError NumPy raises for the same index."""
-
-
-def _as_numpy_error(message: str, node_def=None, op=None):
-    """The error for a jitted function's bad input, with the class NumPy would raise:
-    IndexError for an index out of range, ValueError otherwise."""
-    lowered = message.lower()
-    cls = InvalidIndexError if ("out of bounds" in lowered or "out of range" in lowered) \
-        else InvalidValueError
-    return cls(node_def, op, message)
 
 
 class _Interpreted:
@@ -174,7 +156,7 @@ class _Interpreted:
         except InvalidArgumentError as e:
             if isinstance(e, (ValueError, IndexError)):
                 raise
-            raise _as_numpy_error(e.message, e.node_def, e.op) from None
+            raise as_numpy_error(e.message, e.node_def, e.op) from None
         outs = [np.asarray(o) if np.ndim(o) == 0 else o for o in outs]
         for arg, out in self.trace.writebacks:
             np.copyto(arrays[arg], outs[out], casting="unsafe")
@@ -243,12 +225,6 @@ class _Trial:
         if len(python_times) >= self.runs:
             self.owner._decide(self)
         return result
-
-
-# A pass or the tracer that recursed once per node of a very long chain (an unrolled loop)
-# ran out of Python's stack: the function runs as plain Python instead of crashing.
-_TOO_DEEP = ("the traced expression is too deep for the compiler (a long chain of dependent "
-             "operations, as an unrolled loop makes)")
 
 
 def _aliased_writes(writebacks, arrays) -> bool:
@@ -481,7 +457,7 @@ class JitFunction:
             try:
                 tr, key = self._trace(key, args, kwargs)
             except RecursionError:
-                raise GraphBreak(_TOO_DEEP) from None
+                raise GraphBreak(TOO_DEEP) from None
         except GraphBreak as e:
             if not self.fallback:
                 raise UnimplementedError(None, None, f"flowjit.jit cannot trace "
@@ -506,7 +482,7 @@ class JitFunction:
                 entry = _Trial(self, key, entry, runs)
         except (NotLowerable, RecursionError) as e:
             if isinstance(e, RecursionError):
-                e = _TOO_DEEP
+                e = TOO_DEEP
             if tr.numpy_code:   # the plain function is NumPy itself: faster than the
                 # reference kernels run op by op, and the same semantics
                 entry = _Python(self.fn, f"not compiled: {e}", measured=True)
