@@ -277,11 +277,14 @@ class Verbatim:
 @dataclasses.dataclass(frozen=True)
 class LoopProgram:
     """One generated function: `constants` are (name, literal text) pairs bound at module
-    level, in the target's own literal syntax."""
+    level, in the target's own literal syntax; `functions` are the programs it calls by
+    name (a while loop's condition and body: compiler/core/ir.py WHILE), each generated on
+    its own, defined before it in the same module."""
     name: str
     params: tuple
     constants: tuple
     body: tuple
+    functions: tuple = ()
 
 
 def index_op(op: IndexOpKind, *args):

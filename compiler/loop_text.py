@@ -83,6 +83,7 @@ def _lines(body, ind: str) -> list:
 
 def loop_program_text(program: LoopProgram) -> str:
     """The whole program: constants, then the function."""
+    subs = [loop_program_text(f) + "\n" for f in program.functions]
     head = [f"const {name} = {value}" for name, value in program.constants]
     sig = f"function {program.name}({', '.join(program.params)}):"
-    return "\n".join(head + [sig] + _lines(program.body, "  "))
+    return "\n".join(subs + head + [sig] + _lines(program.body, "  "))

@@ -21,16 +21,21 @@ from ..ops.conversion import static_value
 from .core import ir
 from .core.ir import Expr, Node, Scalar
 from .core.ir_build import NotLowerable
+from .lower_loops import lower_ops
 
 
 class LowerContext:
     """State of one lowering: tensor → node map, extra constant inputs, runtime checks."""
 
-    def __init__(self, input_tensors, input_specs):
+    def __init__(self, input_tensors, input_specs, parent=None):
         self.nodes: dict = {}            # graph Tensor -> ir.Node
         self.checks: list = []           # (bool Expr, message)
         self.constants: list = []        # arrays passed as extra inputs, by position
         self.inputs: list = []           # ir INPUT nodes, by position
+        # a while loop's condition and body (lower_loops.py): the context the loop is in,
+        # and per input after the loop variables, the parent's node passed in for it
+        self.parent = parent
+        self.outer_values: list = []
         for t, (dtype, static_shape) in zip(input_tensors, input_specs):
             node = ir.input_node(len(self.inputs), dtype, static_shape)
             self.inputs.append(node)
@@ -105,11 +110,23 @@ class LowerContext:
         # a private, writable copy: numba types read-only arrays differently, which would
         # compile the kernel a second time for the same signature
         value = np.array(value, copy=True, order="C")
-
+        if self.parent is not None:   # inside a loop: the kernel's constant, passed in
+            return self.capture(None, self.parent.constant(value))
         position = len(self.inputs)
         node = ir.input_node(position, dtypes.as_dtype(value.dtype), value.shape)
         self.inputs.append(node)
         self.constants.append((position, value))
+        return node
+
+    def capture(self, tensor, outer: Node) -> Node:
+        """A loop's next input, standing for the parent context's node `outer` (and for
+        graph tensor `tensor`, when given: a value entering the loop)."""
+        static_shape = tuple(int(d.attr) if ir.is_const(d) else None for d in outer.shape)
+        node = ir.input_node(len(self.inputs), outer.dtype, static_shape)
+        self.inputs.append(node)
+        self.outer_values.append(outer)
+        if tensor is not None:
+            self.nodes[tensor] = node
         return node
 
     def check_equal(self, a: Expr, b: Expr, message: str):
@@ -146,20 +163,9 @@ def _product(dims) -> Expr:
 def lower_cluster(ops, input_tensors, input_specs, output_tensors):
     """Lower `ops` (in graph order) given cluster inputs; returns (Program, constants)."""
     ctx = LowerContext(input_tensors, input_specs)
-    for op in ops:
-        # which dtypes a target renders (float16: not on the CPU) is the target's to say
-        # (its capabilities, checked by compiler/pipeline.py; docs/architecture.md)
-        lower = op.op_def.lower
-        if lower is None:
-            raise NotLowerable(f"{op.type} has no lowering")
-        ins = [ctx.nodes.get(t) for t in op.inputs]  # None: a variable only assigned to
-        outs = lower(ctx, op, ins)
-        if len(outs) != len(op.outputs):
-            raise NotLowerable(f"lowering of {op.type} returned {len(outs)} outputs")
-        for t, n in zip(op.outputs, outs):
-            if n.dtype is not t.dtype:
-                raise AssertionError(f"lowering of {op.type} gave {n.dtype.name} for "
-                                     f"{t.name} ({t.dtype.name})")
-            ctx.nodes[t] = n
+    # which dtypes a target renders (float16: not on the CPU) is the target's to say (its
+    # capabilities, checked by compiler/pipeline.py; docs/architecture.md); a while loop's
+    # ops lower together, into one WHILE node (lower_loops.py)
+    lower_ops(ctx, ops)
     program = ir.Program(ctx.inputs, [ctx.nodes[t] for t in output_tensors], ctx.checks)
     return program, ctx.constants

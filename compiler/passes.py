@@ -58,6 +58,14 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
             out = ir.scatter_rows(*(new_node(x) for x in n.inputs))
         elif n.kind is NodeKind.LIBCALL:
             out = ir.libcall(n.attr, [new_node(x) for x in n.inputs], n.dtype, shape)
+        elif n.kind is NodeKind.WHILE:   # the same rewrite inside the condition and body
+            spec = n.attr
+            spec = ir.WhileSpec(rewrite_program(spec.cond, expr_fn),
+                                rewrite_program(spec.body, expr_fn), spec.n_carried)
+            ins = [new_node(x) for x in n.inputs]
+            out = ir.while_loop(ins[:spec.n_carried], ins[spec.n_carried:], spec)[0].inputs[0]
+        elif n.kind is NodeKind.WHILE_OUT:
+            out = ir.while_loop_output(new_node(n.inputs[0]), n.attr)
         else:
             out = ir.reshape(new_node(n.inputs[0]), shape)
         node_map[id(n)] = out

@@ -13,8 +13,9 @@ Input: a simplified `Program`.  Output: a `Schedule` —
 - `notes`: why each pair of neighbouring nodes was or was not fused (for `lower()`).
 
 Rules (each recorded in `notes` when it splits a fusion):
-- program outputs, REDUCE, MATMUL, RESHAPE, SCATTER, LIBCALL and the inputs of MATMUL,
-  RESHAPE, SCATTER and LIBCALL are materialized;
+- program outputs, REDUCE, MATMUL, RESHAPE, SCATTER, LIBCALL, WHILE_OUT and the inputs of
+  MATMUL, RESHAPE, SCATTER, LIBCALL and WHILE are materialized (a WHILE is a group of its
+  own, "while", whose condition and body the target schedules as programs of their own);
 - a COMPUTE read by several consumers is materialized if it is expensive (transcendental
   functions or a body of more than 12 operations), otherwise recomputed in each;
 - a COMPUTE read broadcast, by a consumer looping over an axis outside the ones it is read
@@ -48,7 +49,8 @@ from .gemm_epilogue import find_epilogues
 from .core.ir import Node, NodeKind, Scalar
 
 # nodes computed by a call of their own (a group each), whose inputs are materialized
-_CALL_KINDS = (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER, NodeKind.LIBCALL)
+_CALL_KINDS = (NodeKind.MATMUL, NodeKind.RESHAPE, NodeKind.SCATTER, NodeKind.LIBCALL,
+               NodeKind.WHILE, NodeKind.WHILE_OUT)
 
 _EXPENSIVE_BODY = 12
 

@@ -1,8 +1,16 @@
-"""While loops run as loops of compiled clusters: a top-level `while_loop` whose condition
-and body are made of compilable ops becomes one plan node (`LoopStep`) that runs
-`while cond(vars): vars = body(vars)` with the condition and the body each a cluster
-(runtime/clustering.py: compiled by the same policy as every cluster, from the same
-caches), instead of the control-flow executor's op-by-op tokens.
+"""While loops run compiled: a top-level `while_loop` whose condition and body are made of
+compilable ops becomes one plan node (`LoopStep`) instead of the control-flow executor's
+op-by-op tokens.  It runs in one of two ways:
+
+- the whole loop as ONE compiled cluster (`whole`: a ClusterStep of all the loop's ops,
+  which compiler/lower_loops.py lowers into a kernel-IR WHILE node, so the loop runs inside
+  one kernel with no round trip per iteration), by the same tiered policy and caches as
+  every cluster (runtime/clustering.py);
+- iteration by iteration, `while cond(vars): vars = body(vars)` with the condition and the
+  body each a cluster of their own: what the whole loop's ClusterStep runs while its kernel
+  is not (yet) compiled, when it cannot be compiled (NotLowerable: a loop variable that
+  changes shape, say), and whenever the run has a deadline (`RunOptions.timeout_in_ms`):
+  this way checks the deadline before every iteration, a compiled loop cannot.
 
 A loop qualifies when it was built by `while_loop` at the top level (ops/control_flow.py's
 WhileContext, so imported graphs keep the executor), holds no branch, nested loop or
@@ -10,7 +18,6 @@ stateful op (a gradient's stack pushes included), and every op of its condition 
 may join a cluster.  Others run on the control-flow executor as before.  The step reads the
 loop's entering values (initial values and captured tensors), carries the loop variables
 from iteration to iteration in a scratch dict, and gives the Exit tensors the final values.
-Each iteration checks the run's deadline.
 """
 
 from __future__ import annotations
@@ -56,6 +63,11 @@ class LoopStep:
         self.cond = ClusterStep(cond_ops, readers, {cond_out}, options) if cond_ops else None
         self.body = ClusterStep(body_ops, readers, set(self.next_value.values()), options) \
             if body_ops else None
+        # the whole loop, compiled into one kernel; until then (or if it cannot be) it runs
+        # iteration by iteration through the two clusters above
+        self.whole = ClusterStep(self.ops, collections.defaultdict(list), set(self.exits),
+                                 options)
+        self.whole.interpret = self._run_iterations
 
     def __repr__(self):
         return f"<LoopStep {self.name}: {len(self.ops)} ops>"
@@ -66,6 +78,13 @@ class LoopStep:
 
     def run(self, values, state, deadline):
         """Run the loop from the entering values in `values`; store its Exit values there."""
+        if deadline is not None:
+            self._run_iterations(values, state, deadline)
+        else:
+            self.whole.run(values, state, deadline)
+
+    def _run_iterations(self, values, state, deadline):
+        """The loop iteration by iteration, with the condition's and body's clusters."""
         scratch = {op.outputs[0]: values[op.inputs[0]] for op in self.enters}
         carried = {m: scratch[self.entry_of[m]] for m in self.merges}
         while True:
@@ -88,8 +107,9 @@ class LoopStep:
             values[e] = by_merge[e.op.inputs[0]]
 
     def explain(self) -> str:
-        parts = [f"{self.name}: a while loop run as compiled condition and body clusters"]
-        for step in (self.cond, self.body):
+        parts = [f"{self.name}: a while loop compiled whole, or run as compiled condition "
+                 "and body clusters"]
+        for step in (self.whole, self.cond, self.body):
             if step is not None:
                 parts.append(step.explain())
         return "\n".join(parts)

@@ -14,7 +14,7 @@ import hashlib
 
 import numpy as np
 
-from ..compiler.core.ir import Node, Program
+from ..compiler.core.ir import Node, Program, WhileSpec
 
 
 def _attr_text(value, node_ix: dict) -> str:
@@ -35,6 +35,9 @@ def _attr_text(value, node_ix: dict) -> str:
         data = np.ascontiguousarray(value)
         return (f"array({data.dtype.str},{data.shape},"
                 f"{hashlib.sha256(data.tobytes()).hexdigest()})")
+    if isinstance(value, WhileSpec):   # a loop: its sub-programs' canonical texts
+        return (f"while({value.n_carried})<cond>\n{ir_fingerprint(value.cond)}\n"
+                f"<body>\n{ir_fingerprint(value.body)}\n</while>")
     if isinstance(value, np.generic):
         return _attr_text(value.item(), node_ix) + ":" + value.dtype.str
     return f"{type(value).__name__}:{value!r}"

@@ -101,6 +101,10 @@ class Capabilities:
                 return f"{node.attr.value} reductions ({node.name})"
             if node.kind is NodeKind.LIBCALL and node.attr not in self.routines:
                 return f"the {node.attr.value} routine ({node.name})"
+            if node.kind is NodeKind.WHILE:
+                reason = self.missing(node.attr.cond) or self.missing(node.attr.body)
+                if reason:
+                    return f"{reason}, in while loop {node.name}"
             exprs = list(node.shape) + list(node.rshape)
             if node.body is not None:
                 exprs.append(node.body)

@@ -193,6 +193,8 @@ class NodeKind(enum.Enum):
     RESHAPE = "reshape"
     SCATTER = "scatter"
     LIBCALL = "libcall"
+    WHILE = "while"          # a structured while loop (WhileSpec): one node per loop
+    WHILE_OUT = "while_out"  # the final value of one of a WHILE's loop variables
 
 
 class Routine(enum.Enum):
@@ -235,6 +237,11 @@ class Node:
                shape [len(rows)] + base.shape[1:]; a row out of range fails the kernel
       LIBCALL: inputs = the routine's operands (materialized), attr = Routine; a singular
                or not positive-definite matrix fails the kernel (np.linalg.LinAlgError)
+      WHILE:   inputs = initial values of the loop variables, then the captured values
+               (materialized), attr = WhileSpec; its own dtype/shape (bool[]) mean nothing:
+               only its WHILE_OUT nodes are read
+      WHILE_OUT: inputs = (the WHILE,), attr = loop variable position k; the value of loop
+               variable k when the condition first fails (its initial value's shape)
     """
 
     __slots__ = ("kind", "dtype", "shape", "axes", "body", "raxes", "rshape", "inputs",
@@ -309,6 +316,42 @@ def scatter_rows(base: Node, rows: Node, updates: Node) -> Node:
 def libcall(routine: Routine, inputs, dtype, shape) -> Node:
     """`routine` applied to `inputs` (see Routine), giving a `dtype` tensor of `shape`."""
     return _node(NodeKind.LIBCALL, dtype, shape, inputs=tuple(inputs), attr=routine)
+
+
+class WhileSpec:
+    """The condition and body of a WHILE node: two closed sub-programs over the same inputs
+    (the loop variables by position 0..n_carried-1, then the captured values).  `cond`
+    returns one bool scalar; `body` returns the next value of every loop variable, each of
+    its variable's dtype and shape (docs/architecture.md, "Control flow").  Compared by
+    identity: two loops never intern to one node."""
+
+    __slots__ = ("cond", "body", "n_carried", "__weakref__")
+
+    def __init__(self, cond: Program, body: Program, n_carried: int):
+        if len(cond.outputs) != 1 or len(body.outputs) != n_carried:
+            raise ValueError("a while loop's condition returns one value and its body one "
+                             "per loop variable")
+        self.cond, self.body, self.n_carried = cond, body, n_carried
+
+    def __repr__(self):
+        return f"WhileSpec({self.n_carried} loop variables)"
+
+
+def while_loop(inits, captured, spec: WhileSpec) -> list:
+    """The final values of a structured while loop (one WHILE_OUT node per loop variable):
+    starting from `inits`, `while spec.cond(vars, captured): vars = spec.body(vars,
+    captured)`."""
+    inits, captured = tuple(inits), tuple(captured)
+    if len(inits) != spec.n_carried:
+        raise ValueError(f"the loop has {spec.n_carried} variables, got {len(inits)} values")
+    loop = _node(NodeKind.WHILE, _dtypes.bool_, (), inputs=inits + captured, attr=spec)
+    return [while_loop_output(loop, k) for k in range(len(inits))]
+
+
+def while_loop_output(loop: Node, k: int) -> Node:
+    """The WHILE_OUT node of loop variable `k` of WHILE node `loop`."""
+    init = loop.inputs[k]
+    return _node(NodeKind.WHILE_OUT, init.dtype, init.shape, inputs=(loop,), attr=k)
 
 
 def producers(node: Node) -> list:

@@ -56,7 +56,20 @@ def node_text(n: Node) -> str:
         return f"{head} = scatter_rows({base}, rows={rows}, updates={updates})"
     if n.kind is NodeKind.LIBCALL:
         return f"{head} = {n.attr.value}({', '.join(x.name for x in n.inputs)})"
+    if n.kind is NodeKind.WHILE:
+        spec = n.attr
+        inits = ", ".join(x.name for x in n.inputs[:spec.n_carried])
+        captured = ", ".join(x.name for x in n.inputs[spec.n_carried:])
+        return (f"{n.name} = while(vars=({inits}), captured=({captured}))\n"
+                f"  cond:\n{_indented(program_text(spec.cond))}\n"
+                f"  body:\n{_indented(program_text(spec.body))}")
+    if n.kind is NodeKind.WHILE_OUT:
+        return f"{head} = {n.inputs[0].name}.vars[{n.attr}]"
     return f"{head} = reshape({n.inputs[0].name})"
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
 
 
 def program_text(p: Program) -> str:

@@ -77,8 +77,19 @@ def build_kernel(source: str, name: str = "kernel"):
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict = {"__name__": f"flowjit_kernel_{digest}"}
     exec(compile(source, filename, "exec"), namespace)
-    parallel = PRANGE_ONLY if "prange(" in source else False
-    return numba.njit(parallel=parallel, **NJIT_OPTIONS)(namespace[name])
+    for sub in namespace.get("SUBKERNELS", ()):   # a while loop's condition and body
+        namespace[sub] = numba.njit(parallel=_parallel(source, sub),
+                                    **NJIT_OPTIONS)(namespace[sub])
+    return numba.njit(parallel=_parallel(source, name), **NJIT_OPTIONS)(namespace[name])
+
+
+def _parallel(source: str, name: str):
+    """numba's `parallel` option for function `name` of `source`: prange loops only, when
+    its own text has one."""
+    start = source.find(f"\ndef {name}(")
+    end = source.find("\ndef ", start + 1)
+    text = source[start:end if end >= 0 else len(source)]
+    return PRANGE_ONLY if "prange(" in text else False
 
 
 def kernel_key(program: Program, tier: Tier = Tier.OPTIMIZED) -> tuple:

@@ -39,7 +39,7 @@ from ...compiler.loop_walk import map_body
 from ...compiler.schedule import Schedule, resolve
 from ...compiler.tiers import Tier
 from . import (library_code, matmul_code, parallel_budget, reduce_nests, render, row_jam,
-               scalar_code, scatter_code, vector_width)
+               scalar_code, scatter_code, vector_width, while_code)
 from .emitter import Emitter, Names
 from .nest_code import nest_code
 from .parallel_budget import MAX_PARALLEL_NESTS
@@ -79,13 +79,18 @@ class Generator:
         self.scratch_p: dict = {}    # id(node) -> outer rank, for per-row scratch buffers
         self.squeezed: dict = {}     # id(node) -> (view without its size-1 axes, axes kept)
         self.row_allocs: list = []
+        self.functions: list = []    # LoopPrograms the kernel calls (while_code.py)
+        self.while_vars: dict = {}   # id(WHILE node) -> its loop variables' names
+        self.tier = Tier.QUICK if quick else Tier.OPTIMIZED
+        # constants of a loop's condition and body live in the kernel's module too
+        self.const_prefix = "C" if name == "kernel" else f"{name}_C"
 
     # --- naming ---------------------------------------------------------------------------
     def constant(self, value, dtype) -> str:
         key = (repr(value), dtype.name)
         name = self.constants.get(key)
         if name is None:
-            name = f"C{len(self.constants)}"
+            name = f"{self.const_prefix}{len(self.constants)}"
             self.constants[key] = name
             self.const_lines.append((name, scalar_code.literal(value, dtype)))
         return name
@@ -176,7 +181,8 @@ class Generator:
             seen.add(id(o))
             outs.append(value)
         return LoopProgram(self.name, params, tuple(self.const_lines),
-                           tuple(self._prologue + body + [Return(tuple(outs))]))
+                           tuple(self._prologue + body + [Return(tuple(outs))]),
+                           tuple(self.functions))
 
     def ready_checks(self, pending: list) -> list:
         """Checks for the data-dependent conditions (that load computed values) whose
@@ -239,6 +245,10 @@ class Generator:
             return scatter_code.scatter_lines(self, node)
         if group.kind == "libcall":
             return library_code.libcall_lines(self, node)
+        if group.kind == "while":
+            return while_code.while_lines(self, node)
+        if group.kind == "while_out":
+            return while_code.while_out_lines(self, node)
         if group.kind == "reshape":
             src = self.buffers[id(node.inputs[0])]
             name = self.names.fresh("buf")

@@ -127,6 +127,24 @@ def lines(body, ind: str = "") -> list:
 
 def render(program: LoopProgram) -> str:
     """The source of the kernel module: imports, constants, the function."""
+    subs, names = _functions(program)
     consts = [f"{name} = {value}" for name, value in program.constants]
     head = [f"def {program.name}({', '.join(program.params)}):"]
-    return "\n".join(HEADER + consts + [""] + head + lines(program.body, INDENT)) + "\n"
+    listed = [f"SUBKERNELS = {tuple(names)!r}  # compiled first, innermost first", ""] \
+        if names else []
+    return "\n".join(HEADER + subs + listed + consts + [""] + head +
+                     lines(program.body, INDENT)) + "\n"
+
+
+def _functions(program: LoopProgram) -> tuple:
+    """(source lines, names) of the functions `program` calls (targets/cpu/build.py
+    compiles each with numba before the kernel: they are its globals), innermost first."""
+    out, names = [], []
+    for f in program.functions:
+        inner, inner_names = _functions(f)
+        out += inner
+        names += inner_names
+        out += [f"{name} = {value}" for name, value in f.constants] + [""]
+        out += [f"def {f.name}({', '.join(f.params)}):"] + lines(f.body, INDENT) + ["", ""]
+        names.append(f.name)
+    return out, names

@@ -12,7 +12,9 @@ is computed whole, in program order (producers first), into its own array:
   ARGMIN keep the first extreme, skipping NaNs (all NaN or nothing: index 0);
 - MATMUL: `np.matmul` (operands transposed by the node's flags); RESHAPE: a reshape;
   SCATTER: a copy of the base with rows replaced in order (the last write of a row wins);
-  LIBCALL: np.sort / argsort (stable) / np.linalg (singular: np.linalg.LinAlgError).
+  LIBCALL: np.sort / argsort (stable) / np.linalg (singular: np.linalg.LinAlgError);
+  WHILE: its condition and body sub-programs run by `run` itself, iteration after
+  iteration (the loop variables as the arguments); WHILE_OUT: one of the final values.
 Shapes are Exprs evaluated to ints first (they may read runtime sizes and computed values).
 
 Run-time checks: each `(condition, message)` of `program.checks` is evaluated as soon as the
@@ -151,6 +153,8 @@ def _run_ready_checks(pending: list, values: dict, by_position: dict) -> None:
 
 # --- nodes ----------------------------------------------------------------------------------
 def _node_value(node: ir.Node, values: dict, by_position: dict) -> np.ndarray:
+    if node.kind is NodeKind.WHILE:
+        return _while(node, values)
     shape = _shape(node.shape, values, by_position)
     kind = node.kind
     if kind is NodeKind.COMPUTE:
@@ -168,6 +172,8 @@ def _node_value(node: ir.Node, values: dict, by_position: dict) -> np.ndarray:
         out = _scatter(node, values)
     elif kind is NodeKind.LIBCALL:
         out = _libcall(node, [values[id(x)] for x in node.inputs])
+    elif kind is NodeKind.WHILE_OUT:
+        out = values[id(node.inputs[0])][node.attr]
     else:
         raise AssertionError(f"no reference code for {kind.value} nodes")
     out = np.asarray(out)
@@ -177,6 +183,17 @@ def _node_value(node: ir.Node, values: dict, by_position: dict) -> np.ndarray:
         return out   # a view, as on the CPU; outputs copy it (_outputs)
     out = out.astype(np_dtype(node.dtype), order="C", copy=False)
     return out if out.flags.writeable else out.copy()   # a broadcast view: its own array
+
+
+def _while(node: ir.Node, values: dict) -> tuple:
+    """A WHILE node's final loop variables: its condition and body sub-programs run by this
+    interpreter, iteration after iteration."""
+    spec = node.attr
+    carried = [np.array(values[id(x)], copy=True) for x in node.inputs[:spec.n_carried]]
+    captured = [values[id(x)] for x in node.inputs[spec.n_carried:]]
+    while bool(run(spec.cond, None, carried + captured)[0]):
+        carried = list(run(spec.body, None, carried + captured))
+    return tuple(carried)
 
 
 def _reduce(node: ir.Node, shape: tuple, values: dict, by_position: dict) -> np.ndarray:
