@@ -12,13 +12,15 @@ its own lowering.  A loop lowers as
   becomes the next input of both, as does every array constant a lowering inside asks for
   (the parent context's constant, passed in);
 - nested loops lower the same way, inside the sub-context;
+- a `cond` (at any level) lowers as a select: both branches are computed, a Merge takes
+  the predicate's side element by element (`_lower_plain`); its branches must give values
+  of one shape;
 - the Exits become WHILE_OUT nodes (compiler/core/ir.py `while_loop`).
 
 A loop variable must keep its shape across iterations: the body's result has to have the
 variable's shape, provably (the same size expressions, or sizes the body's checks make
-equal), else the loop is NotLowerable and runs on the runtime's loop path.  A branch
-(`cond`) inside a loop, stack ops of a gradient and stateful ops have no lowering here
-(NotLowerable).  docs/architecture.md, "Control flow".
+equal), else the loop is NotLowerable and runs on the runtime's loop path.  Stack ops of
+a gradient and stateful ops have no lowering (NotLowerable).  docs/architecture.md, "Control flow".
 """
 
 from __future__ import annotations
@@ -38,38 +40,69 @@ def lower_ops(ctx, ops, level=None) -> None:
         level = ops[0]._cf_context
         if any(op._cf_context is not level for op in ops):
             raise NotLowerable("the cluster's ops belong to different loops or branches")
+    present = set(ops)
     done: set = set()
     for op in ops:
         if op in done:
             continue
-        unit = _unit_below(op, level)
-        if unit is None:
-            _lower_op(ctx, op)
+        loop = _loop_below(op, level)
+        if loop is None:
+            _lower_plain(ctx, op)
             continue
-        if not hasattr(unit, "frame_name"):
-            raise NotLowerable(f"{op.name} is inside a cond branch ({op.type}); branches are "
-                               "not compiled")
-        if unit.outer is not level:   # a loop whose parent context is a branch
-            raise NotLowerable(f"{op.name} belongs to a loop nested in a branch")
-        members = list(unit.all_ops)
-        missing = [m for m in members if m not in set(ops) and m.type != "Exit"]
+        members = list(loop.all_ops)
+        missing = [m for m in members if m not in present and m.type != "Exit"]
         if missing:   # (an Exit nobody reads is pruned from the plan)
-            raise NotLowerable(f"the cluster holds part of while loop {unit.frame_name} only "
+            raise NotLowerable(f"the cluster holds part of while loop {loop.frame_name} only "
                                f"(not {missing[0].name})")
-        lower_while(ctx, unit)
+        lower_while(ctx, loop)
         done.update(members)
 
 
-def _unit_below(op, level):
-    """The context directly below `level` that holds `op` (None: op is at `level`)."""
-    c = op._cf_context
-    if c is level:
-        return None
-    while c is not None and c.outer is not level:
+def _loop_below(op, level):
+    """The outermost while loop between `level` and `op` (None: op is at `level` or only
+    in branches below it)."""
+    found, c = None, op._cf_context
+    while c is not level:
+        if c is None:
+            raise NotLowerable(f"{op.name} is outside the loop being lowered")
+        if hasattr(c, "frame_name"):
+            found = c
         c = c.outer
-    if c is None:
-        raise NotLowerable(f"{op.name} is outside the loop being lowered")
-    return c
+    return found
+
+
+def _lower_plain(ctx, op) -> None:
+    """One op that is no loop's routing: a branch's Switch passes its value on to both
+    sides and a branch's Merge selects by the predicate (both branches are computed: a
+    `cond` compiles as a select), every other op through its own lowering."""
+    if op.type == "Switch":
+        ctx.nodes[op.outputs[0]] = ctx.nodes[op.outputs[1]] = ctx.node_of(op.inputs[0])
+        return
+    if op.type == "Merge":
+        branch = getattr(op, "_cf_merge_of", None)
+        if branch is None:
+            raise NotLowerable(f"{op.name}: a Merge of no cond")
+        _lower_select(ctx, op, ctx.node_of(branch.pred))
+        return
+    _lower_op(ctx, op)
+
+
+def _lower_select(ctx, op, pred) -> None:
+    """A cond's Merge(false value, true value) as `pred ? true : false`, element by element
+    (the two values have one shape, provably), and its value index as `pred ? 1 : 0`."""
+    f, t = (ctx.node_of(x) for x in op.inputs)
+    if len(f.shape) != len(t.shape) or not all(
+            a is b or (ir.is_const(a) and ir.is_const(b) and a.attr == b.attr)
+            for a, b in zip(f.shape, t.shape)):
+        raise NotLowerable(f"{op.name}: the branches of a cond give values of different "
+                           "shapes")
+    axes = ir.axis_vars(len(t.shape))
+    p = ir.load(pred, ())
+    value = ir.make(ir.Scalar.SELECT, t.dtype, (p, ir.load(t, axes), ir.load(f, axes)))
+    ctx.nodes[op.outputs[0]] = ir.compute(t.dtype, t.shape, axes, value)
+    index = ir.make(ir.Scalar.SELECT, op.outputs[1].dtype,
+                    (p, ir.const(1, op.outputs[1].dtype), ir.const(0, op.outputs[1].dtype)))
+    ctx.nodes[op.outputs[1]] = ir.compute(op.outputs[1].dtype, (), (), index)
 
 
 def _lower_op(ctx, op) -> None:
@@ -99,25 +132,20 @@ def lower_while(ctx, loop) -> None:
     inits = [ctx.node_of(e.op.inputs[0]) for e in loop.enters]
     specs = [(m.dtype, _static_shape(x)) for m, x in zip(loop.merges, inits)]
     sub = LowerContext(loop.merges, specs, parent=ctx)
-    switches = {}
-    own = [op for op in sorted(loop.all_ops, key=lambda op: op._id)]
-    for op in own:
-        if op._cf_context is loop and op.type == "Switch":
-            switches[op.inputs[0]] = op
-    for m in loop.merges:
-        switch = switches.get(m)
-        if switch is None:
-            raise NotLowerable(f"loop {loop.frame_name}: no Switch for {m.name}")
-        sub.nodes[switch.outputs[1]] = sub.nodes[m]
-    body_ops = []
-    for op in own:
-        if op._cf_context is loop and op.type in _ROUTING:
-            if op.type == "Enter" and op.get_attr("is_constant"):
-                sub.capture(op.outputs[0], ctx.node_of(op.inputs[0]))
-            continue
-        body_ops.append(op)
-    lower_ops(sub, body_ops, level=loop)
+    own = sorted(loop.all_ops, key=lambda op: op._id)
+    merges = set(loop.merges)
     loop_cond = next(op for op in own if op._cf_context is loop and op.type == "LoopCond")
+    routing = {t.op for t in list(loop.merges) + list(loop.exits) + list(loop.nexts)}
+    routing.add(loop_cond)
+    for op in own:
+        if op.type == "Switch" and op.inputs[0] in merges:
+            routing.add(op)
+            sub.nodes[op.outputs[1]] = sub.nodes[op.inputs[0]]
+        elif op.type == "Enter" and op.get_attr("frame_name") == loop.frame_name:
+            routing.add(op)
+            if op.get_attr("is_constant"):
+                sub.capture(op.outputs[0], ctx.node_of(op.inputs[0]))
+    lower_ops(sub, [op for op in own if op not in routing], level=loop)
     go = sub.node_of(loop_cond.inputs[0])
     nexts = [sub.node_of(t.op.inputs[0]) for t in loop.nexts]
     cond_nodes = {id(x) for x in ir.Program(sub.inputs, [go]).nodes()}
