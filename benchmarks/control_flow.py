@@ -1,13 +1,16 @@
 """Control-flow and queue benchmark: what a `tf.while_loop` iteration costs on the
 control-flow executor, and how much a queue-fed input pipeline overlaps with training.
 
-1. *while_loop*: `s = s * c + x` for a fed trip count of scalar iterations, per iteration,
-   against the same loop in plain Python on NumPy scalars (and TensorFlow's Session when
-   `tensorflow` is installed: the `bench` extra), in one process, interleaved batches
-   (benchmarks/timing.py: medians, ratio of medians).  Two flowjit rows: the control-flow
-   executor running the loop op by op (the never-compile policy), and the loop as
-   compiled condition and body clusters driven from Python (runtime/loop_steps.py, the
-   compile-always policy; the compile happens before the timing).
+1. *while_loop*: `s = s * 0.999 + x` for a fed trip count of scalar iterations, per
+   iteration, against the same loop in plain Python on NumPy scalars (and numba's `njit`
+   of it, and TensorFlow's Session when `tensorflow` is installed: the `bench` extra), in
+   one process, interleaved batches (benchmarks/timing.py: medians, ratio of medians).
+   Three flowjit rows: the control-flow executor running the loop op by op (the
+   never-compile policy), the loop as compiled condition and body clusters driven from
+   Python (runtime/loop_steps.py: what a run with a deadline does), and the whole loop as
+   ONE compiled kernel (a kernel-IR WHILE node: the compile-always policy without a
+   deadline).  The compiles happen before the timing.  The fast variants run 10^5
+   iterations per call, the executor and TensorFlow 10^3 (per-iteration costs compare).
 2. *queue overlap*: a step that consumes a batch (a 384x384 float32 product chain) and a
    producer that makes it (random numbers and elementwise work on 2x384x384 values), run
    one after the other in the main
@@ -31,10 +34,11 @@ import numpy as np
 
 from .timing import measure
 
-TRIPS = 1000
+TRIPS = 1000           # per call, for the variants that pay per iteration in Python
+FAST_TRIPS = 100_000   # per call, for the compiled whole loop and the plain loops
 
 
-def _loop_cases(tf_module, label, config=None):
+def _loop_cases(tf_module, label, config=None, trips=TRIPS, options=None):
     """(name, fn, session) running the scalar loop in a fresh graph of `tf_module`."""
     g = tf_module.Graph()
     with g.as_default():
@@ -44,50 +48,75 @@ def _loop_cases(tf_module, label, config=None):
                                     [tf_module.constant(0), tf_module.constant(0.0,
                                                                                tf_module.float64)])
         sess = tf_module.Session(graph=g, config=config)
-    return label, (lambda: sess.run(s, {n: TRIPS, x: 1.0})), sess
+    kwargs = {} if options is None else {"options": options}
+    return label, (lambda: sess.run(s, {n: trips, x: 1.0}, **kwargs)), sess
 
 
-def _python_loop():
+def _python_loop(trips=TRIPS):
     s, c, x = np.float64(0.0), np.float64(0.999), np.float64(1.0)
-    for _ in range(TRIPS):
+    for _ in range(trips):
         s = s * c + x
+    return s
+
+
+def _numba_loop():
+    try:
+        import numba
+    except ImportError:
+        return None
+    fn = numba.njit(_scalar_loop)
+    fn(10)
+    return lambda: fn(FAST_TRIPS)
+
+
+def _scalar_loop(trips):
+    s = 0.0
+    for _ in range(trips):
+        s = s * 0.999 + 1.0
     return s
 
 
 def bench_while_loop(repeats: int, out) -> dict:
     import flowjit as tf
 
-    variants, sessions = {}, []
-    for label, jit in (("flowjit executor", tf.JitOptions(policy=tf.JitPolicy.NEVER)),
-                       ("flowjit compiled", tf.JitOptions.always())):
-        label, fn, sess = _loop_cases(tf, label, tf.ConfigProto(jit=jit))
-        variants[label] = fn
+    variants, trips, sessions = {}, {}, []
+    always = tf.JitOptions.always()
+    for label, jit, n, options in (
+            ("flowjit executor", tf.JitOptions(policy=tf.JitPolicy.NEVER), TRIPS, None),
+            ("flowjit cond+body clusters", always, TRIPS,
+             tf.RunOptions(timeout_in_ms=3_600_000)),
+            ("flowjit compiled loop", always, FAST_TRIPS, None)):
+        label, fn, sess = _loop_cases(tf, label, tf.ConfigProto(jit=jit), n, options)
+        variants[label], trips[label] = fn, n
         sessions.append(sess)
     try:
         import tensorflow.compat.v1 as tf1  # optional: the bench extra
         tf1.disable_eager_execution()
         label, fn, sess = _loop_cases(tf1, "tensorflow")
-        variants[label] = fn
+        variants[label], trips[label] = fn, TRIPS
         sessions.append(sess)
     except ImportError:
         pass
-    variants["python+numpy"] = _python_loop
-    expected = _python_loop()
+    variants["python+numpy"], trips["python+numpy"] = _python_loop, TRIPS
+    numba_fn = _numba_loop()
+    if numba_fn is not None:
+        variants["numba njit"], trips["numba njit"] = numba_fn, FAST_TRIPS
     for name, fn in variants.items():
-        if not np.isclose(fn(), expected):
+        expected = _python_loop(trips[name])
+        if not np.isclose(fn(), expected, rtol=1e-9):
             raise AssertionError(f"while_loop benchmark: {name} computed {fn()}, not {expected}")
     results = dict(zip(variants, measure(variants, repeats, 0.2)))
-    base = results["python+numpy"].median
-    print(f"while_loop, {TRIPS} scalar iterations (us per iteration, ratio to Python+NumPy):",
+    per = {name: m.median / trips[name] * 1e6 for name, m in results.items()}
+    print("while_loop, scalar iterations (us per iteration, ratio to Python+NumPy; "
+          f"{TRIPS} or {FAST_TRIPS} iterations a call):", file=out)
+    for name in variants:
+        print(f"  {name:<28} {per[name]:10.4f} us   {per[name] / per['python+numpy']:8.3f}x",
+              file=out)
+    print(f"  executor / compiled loop: {per['flowjit executor'] / per['flowjit compiled loop']:.0f}x",
           file=out)
-    row = {}
-    for name, m in results.items():
-        per = m.median / TRIPS * 1e6
-        row[name] = per
-        print(f"  {name:<14} {per:9.2f} us   {m.median / base:7.1f}x", file=out)
     for s in sessions:
         s.close()
-    return row
+    return per
 
 
 def bench_queue_overlap(repeats: int, out, steps: int = 40) -> dict:

@@ -159,7 +159,9 @@ def lower_while(ctx, loop) -> None:
             cond_checks.append(check)
         else:
             body_checks.append(check)
-    body = ir.Program(sub.inputs, nexts, body_checks)
+    # the loop variables' arrays belong to the loop (the kernel copies the initial values),
+    # so the body may write each one's next value into its array: in place
+    body = ir.Program(sub.inputs, nexts, body_checks, donated=[(k, k) for k in range(n)])
     sizes = SizeClasses(body)
     for k, (var, new) in enumerate(zip(sub.inputs[:n], nexts)):
         if len(new.shape) != len(var.shape) or not sizes.same_shape(tuple(new.shape),
