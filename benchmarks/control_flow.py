@@ -38,7 +38,7 @@ TRIPS = 1000           # per call, for the variants that pay per iteration in Py
 FAST_TRIPS = 100_000   # per call, for the compiled whole loop and the plain loops
 
 
-def _loop_cases(tf_module, label, config=None, trips=TRIPS, options=None):
+def _loop_cases(tf_module, label, config=None, trips=None, options=None):
     """(name, fn, session) running the scalar loop in a fresh graph of `tf_module`."""
     g = tf_module.Graph()
     with g.as_default():
@@ -49,10 +49,12 @@ def _loop_cases(tf_module, label, config=None, trips=TRIPS, options=None):
                                                                                tf_module.float64)])
         sess = tf_module.Session(graph=g, config=config)
     kwargs = {} if options is None else {"options": options}
+    trips = TRIPS if trips is None else trips
     return label, (lambda: sess.run(s, {n: trips, x: 1.0}, **kwargs)), sess
 
 
-def _python_loop(trips=TRIPS):
+def _python_loop(trips=None):
+    trips = TRIPS if trips is None else trips
     s, c, x = np.float64(0.0), np.float64(0.999), np.float64(1.0)
     for _ in range(trips):
         s = s * c + x

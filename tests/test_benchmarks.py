@@ -67,9 +67,11 @@ def test_control_flow_benchmark_runs_and_checks_its_results(monkeypatch):
     from flowjit.benchmarks import control_flow
 
     monkeypatch.setattr(control_flow, "TRIPS", 20)
+    monkeypatch.setattr(control_flow, "FAST_TRIPS", 200)
     out = io.StringIO()
     row = control_flow.bench_while_loop(1, out)
-    assert {"flowjit executor", "flowjit compiled", "python+numpy"} <= set(row)
+    assert {"flowjit executor", "flowjit cond+body clusters", "flowjit compiled loop",
+            "python+numpy"} <= set(row)
     assert all(v > 0 for v in row.values())
     times = control_flow.bench_queue_overlap(1, out, steps=3)
     assert set(times) == {f"{how}, {policy}" for how in ("serial", "queue runner")
