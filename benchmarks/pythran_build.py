@@ -167,6 +167,8 @@ def rejection_reason(output: str, path: str) -> str:
     """The line of pythran's output that says why: its own error ("... error: ...",
     "PythranSyntaxError: ..."), else the first compiler error, else the last line."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", output).replace(path, "<kernel>")
+    text = re.sub(r"\S+\.cpp:\d+:\d+:", "<generated C++>:", text)  # g++ on pythran's C++
+    text = re.sub(r"\{anonymous\}::pythonic::(types::)?", "", text)
     lines = [ln.strip() for ln in text.splitlines() if not _NOISE.match(ln)]
     for pattern in (r"Pythran\w*Error|pythran\.\w+\.\w+Error", r"\berror:", r"Error\b"):
         found = [ln for ln in lines if re.search(pattern, ln)]
