@@ -5,15 +5,22 @@ and a "bench" size, the arguments it mutates, tolerances, static arguments, whet
 compiles the same source).  Each kernel is written the way people write NumPy: slicing,
 in-place slice updates in time loops, broadcasting, reductions with `axis`/`keepdims`,
 methods (`.sum()`, `.T`, `.reshape`, `.astype`, `.copy()`), Python loops over static
-`range`s, and `x.shape[0]` used as a Python integer.  The kernels import nothing but NumPy.
+`range`s (also element by element, each iteration reading the last), a `while` loop with
+a data-dependent exit, and `x.shape[0]` used as a Python integer.  The kernels import
+nothing but NumPy.
 
 Used by `tests/test_numpy_corpus_bench.py` (flowjit against NumPy, results and mutated
-arguments) and `benchmarks/numpy_corpus.py` (NumPy, flowjit.jit and numba.njit timed).
+arguments) and `benchmarks/numpy_corpus.py` (NumPy, flowjit.jit, numba.njit and pythran
+timed).
 Checked under plain NumPy and `numba.njit` by running this module:
 `python tests/numpy_corpus.py`.
 
 Sizes: "small" arguments are tiny and odd (7x11, ...) so the tests run fast; "bench"
-arguments take about 0.5-20 ms per NumPy call.  Argument shapes depend only on the size,
+arguments take about 0.5-20 ms per NumPy call.  The loop kernels (a carried dependence:
+triangular solves, factorisations, Gauss-Seidel, recurrences, dynamic programming, a
+`while` loop until convergence) have smaller "small" sizes still (4x5 for Gauss-Seidel and
+the ADI sweep): flowjit unrolls Python loops while tracing, so every iteration adds ops to
+compile.  Argument shapes depend only on the size,
 never on the random generator, so two calls with new random values hit the same compiled
 signature.
 """
