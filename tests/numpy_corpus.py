@@ -20,9 +20,8 @@ arguments take about 0.5-20 ms per NumPy call.  The loop kernels (a carried depe
 triangular solves, factorisations, Gauss-Seidel, recurrences, dynamic programming, a
 `while` loop until convergence) have smaller "small" sizes still (4x5 for Gauss-Seidel and
 the ADI sweep): flowjit unrolls Python loops while tracing, so every iteration adds ops to
-compile.  Argument shapes depend only on the size,
-never on the random generator, so two calls with new random values hit the same compiled
-signature.
+compile.  Argument shapes depend only on the size, never on the random generator, so two
+calls with new random values hit the same compiled signature.
 """
 
 from __future__ import annotations
