@@ -147,8 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "flowjit.jit vs NumPy, numexpr, numba, JAX, PyTorch, TensorFlow on "
                     "workloads W1-W7 (2-3 minutes on an idle 2-core machine, longer when "
                     "busy); numpy: ordinary NumPy kernels (tests/numpy_corpus.py) under "
-                    "flowjit.jit and numba.njit vs NumPy; training: W5, steps/s of an MLP "
-                    "training step vs NumPy, JAX, PyTorch, TensorFlow; all: every one.")
+                    "flowjit.jit, numba.njit and pythran (when installed) vs NumPy; "
+                    "training: W5, steps/s of an MLP training step vs NumPy, JAX, PyTorch, "
+                    "TensorFlow; all: every one.")
     bench.add_argument("which", nargs="?", default="session",
                        choices=("session", "compiler", "numpy", "training", "all"),
                        help="which benchmark (session)")

@@ -1,10 +1,16 @@
-"""NumPy-corpus benchmark: unmodified NumPy kernels under NumPy, flowjit.jit and numba.njit.
+"""NumPy-corpus benchmark: unmodified NumPy kernels under NumPy, flowjit.jit, numba.njit and
+pythran.
 
 Owns the timing of the kernels of `tests/numpy_corpus.py` (stencils, linear algebra, physics,
-statistics, image filters, small NN layers; the same source for every system) at their
-"bench" sizes: NumPy runs the plain function, `flowjit.jit(fn, static_argnames=...)` and
-`numba.njit(fn)` (serial; only where the record says numba compiles the source) the
-unchanged function.
+statistics, image filters, small NN layers, loops with a carried dependence; the same source
+for every system) at their "bench" sizes: NumPy runs the plain function,
+`flowjit.jit(fn, static_argnames=...)`, `numba.njit(fn)` (serial; only where the record says
+numba compiles the source) and pythran (ahead of time, serial, `-O3 -march=native`; only when
+pythran is installed) the unchanged function.  pythran builds each kernel's source as a
+module of its own with an export signature made from the arguments' dtypes and ranks
+(`benchmarks/pythran_build.py`), cached by source hash in the benchmark's cache folder so a
+second run builds nothing; a kernel pythran rejects is FAILED with pythran's reason, and the
+build time (or "cached") is a note of its row.
 
 Method (as `benchmarks/compiler_workloads.py`; measuring in `benchmarks/timing.py`):
 - every variant's first and second calls (fresh copies of the same arguments) are checked
@@ -28,7 +34,7 @@ Method (as `benchmarks/compiler_workloads.py`; measuring in `benchmarks/timing.p
   environment sets the thread variables before any import, restricted by CPU affinity.
 
 Run: `python -m flowjit.benchmarks.numpy_corpus [--quick] [--kernels a,b]
-[--variants numpy,flowjit,numba] [--threads N] [--repeats N] [--json PATH]`.
+[--variants numpy,flowjit,numba,pythran] [--threads N] [--repeats N] [--json PATH]`.
 """
 
 from __future__ import annotations
@@ -49,14 +55,16 @@ import time
 
 import numpy as np
 
+from . import pythran_build
 from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
 from .timing import (BUSY_ELSEWHERE_LIMIT, MAX_RETRIES, Measurement, calibrate, measure,
                      pin_threads, print_row_notes, rerun_in_child, settle, time_batch,
                      add_blas_argument, blas_cores)
 
-VARIANTS = ("numpy", "flowjit", "numba")
-LABELS = {"numpy": "numpy", "flowjit": "flowjit.jit", "numba": "numba.njit"}
+VARIANTS = ("numpy", "flowjit", "numba", "pythran")
+LABELS = {"numpy": "numpy", "flowjit": "flowjit.jit", "numba": "numba.njit",
+          "pythran": "pythran"}
 FRESH_POOL_BYTES = 256 << 20  # fresh argument copies prepared for one batch, at most
 
 
@@ -168,10 +176,18 @@ def kernel_copy(args: tuple) -> tuple:
 # --- the variants ------------------------------------------------------------------------------
 
 
-def build_variant(variant: str, kernel):
-    """(callable, "") for `variant` of `kernel`, or (None, why not)."""
+def build_variant(variant: str, kernel, args: tuple = (), timeout: float | None = None):
+    """(callable, "") for `variant` of `kernel`, or (None, why not); pythran's callable is
+    built for arguments like `args` (within `timeout` seconds) and comes with a note,
+    (callable, "", note).  Raises when the system rejects the kernel."""
     if variant == "numpy":
         return kernel.fn, ""
+    if variant == "pythran":
+        if not pythran_build.available():
+            return None, "pythran is not installed (the bench extra)"
+        fn, note = pythran_build.build(kernel.fn, args,
+                                       timeout=timeout or pythran_build.BUILD_SECONDS)
+        return fn, "", note
     if variant == "numba":
         if not kernel.numba_ok:
             return None, kernel.numba_note or "numba cannot compile this source"
@@ -266,7 +282,7 @@ def run_kernel(kernel, variants, repeats: int, target_seconds: float, size: str 
         row = Row(kernel.name, LABELS[variant], "ok")
         rows.append(row)
         try:
-            call, why_not = build_variant(variant, kernel)
+            call, why_not, *build_note = build_variant(variant, kernel, args, check_timeout)
         except Exception as exc:  # noqa: BLE001 - reported in the table
             row.status, row.reason = "FAILED", describe(exc)
             continue
@@ -285,7 +301,7 @@ def run_kernel(kernel, variants, repeats: int, target_seconds: float, size: str 
         except Exception as exc:  # noqa: BLE001 - reported in the table
             row.status, row.reason = "FAILED", describe(exc)
             continue
-        row.note = "; ".join(dict.fromkeys(notes + warnings))
+        row.note = "; ".join(dict.fromkeys(build_note + notes + warnings))
         row.error_vs_tolerance = worst
         if message:
             row.status, row.reason = "WRONG", message
@@ -358,20 +374,26 @@ def geomean(values: list) -> float | None:
 
 
 def summarize(rows: list) -> dict:
-    """Geometric mean speedups: per variant over all the kernels it ran, and flowjit and
-    numba over the kernels both ran."""
+    """Geometric mean speedups: per variant over all the kernels it ran, flowjit and numba
+    over the kernels both ran, and flowjit, numba and pythran over the kernels all three ran."""
     speed = {}
     for r in rows:
         if r.speedup:
             speed.setdefault(r.variant, {})[r.kernel] = r.speedup
     fj, nb = speed.get(LABELS["flowjit"], {}), speed.get(LABELS["numba"], {})
+    py = speed.get(LABELS["pythran"], {})
     both = [k for k in fj if k in nb]
+    all3 = [k for k in both if k in py]
     return {
         "geomean_speedup": {v: geomean(list(s.values())) for v, s in speed.items()},
         "kernels_run": {v: len(s) for v, s in speed.items()},
         "both_ran": both,
         "geomean_speedup_both": {LABELS["flowjit"]: geomean([fj[k] for k in both]),
                                  LABELS["numba"]: geomean([nb[k] for k in both])},
+        "all_three_ran": all3,
+        "geomean_speedup_all_three": {LABELS[v]: geomean([s[k] for k in all3])
+                                      for v, s in (("flowjit", fj), ("numba", nb),
+                                                   ("pythran", py))},
     }
 
 
@@ -405,6 +427,10 @@ def print_summary(rows: list, summary: dict, out) -> None:
               f"{gm[LABELS['numba']]:.2f}", file=out)
     else:
         print("  no kernel ran under both flowjit.jit and numba.njit", file=out)
+    all3, gm3 = summary["all_three_ran"], summary["geomean_speedup_all_three"]
+    if all3:
+        print(f"  over the {len(all3)} kernels flowjit.jit, numba.njit and pythran all ran: "
+              + ", ".join(f"{v} {g:.2f}" for v, g in gm3.items()), file=out)
 
 
 def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float = 0.1,
@@ -421,7 +447,8 @@ def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float
     variants = ["numpy"] + [v for v in VARIANTS if v in variants and v != "numpy"]
     threads = threads or int(os.environ.get("FLOWJIT_BENCH_THREADS", "0")) or \
         (os.cpu_count() or 1)
-    versions = {v: _version(v) for v in variants}
+    versions = {v: pythran_build.version() if v == "pythran" else _version(v)
+                for v in variants}
     meta = dict(python=platform.python_version(), cpus=os.cpu_count(), threads=threads,
                 repeats=repeats, target_seconds=target_seconds, size=size, versions=versions)
     print(f"flowjit NumPy-corpus benchmark; {os.cpu_count()} CPUs, {threads} thread(s) for "
@@ -429,6 +456,10 @@ def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float
           f"{len(chosen)} kernels at size {size!r}", file=out)
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), file=out)
     print(f"OpenBLAS kernels: {blas_cores()}", file=out)
+    if "pythran" in variants and pythran_build.available():
+        print(f"pythran: {' '.join(pythran_build.FLAGS)}, compiler.blas="
+              f"{pythran_build.blas()}, modules cached in {pythran_build.cache_dir()}",
+              file=out)
     rows = []
     for kernel in chosen:
         kernel_rows = run_kernel(kernel, variants, repeats, target_seconds, size,

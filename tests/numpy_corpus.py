@@ -5,17 +5,23 @@ and a "bench" size, the arguments it mutates, tolerances, static arguments, whet
 compiles the same source).  Each kernel is written the way people write NumPy: slicing,
 in-place slice updates in time loops, broadcasting, reductions with `axis`/`keepdims`,
 methods (`.sum()`, `.T`, `.reshape`, `.astype`, `.copy()`), Python loops over static
-`range`s, and `x.shape[0]` used as a Python integer.  The kernels import nothing but NumPy.
+`range`s (also element by element, each iteration reading the last), a `while` loop with
+a data-dependent exit, and `x.shape[0]` used as a Python integer.  The kernels import
+nothing but NumPy.
 
 Used by `tests/test_numpy_corpus_bench.py` (flowjit against NumPy, results and mutated
-arguments) and `benchmarks/numpy_corpus.py` (NumPy, flowjit.jit and numba.njit timed).
+arguments) and `benchmarks/numpy_corpus.py` (NumPy, flowjit.jit, numba.njit and pythran
+timed).
 Checked under plain NumPy and `numba.njit` by running this module:
 `python tests/numpy_corpus.py`.
 
 Sizes: "small" arguments are tiny and odd (7x11, ...) so the tests run fast; "bench"
-arguments take about 0.5-20 ms per NumPy call.  Argument shapes depend only on the size,
-never on the random generator, so two calls with new random values hit the same compiled
-signature.
+arguments take about 0.5-20 ms per NumPy call.  The loop kernels (a carried dependence:
+triangular solves, factorisations, Gauss-Seidel, recurrences, dynamic programming, a
+`while` loop until convergence) have smaller "small" sizes still (4x5 for Gauss-Seidel and
+the ADI sweep): flowjit unrolls Python loops while tracing, so every iteration adds ops to
+compile.  Argument shapes depend only on the size, never on the random generator, so two
+calls with new random values hit the same compiled signature.
 """
 
 from __future__ import annotations
@@ -344,6 +350,122 @@ def cross_entropy(logits, labels):
     return -logp[np.arange(n), labels].mean()
 
 
+# --- loops with a carried dependence (sequential in the loop variable) ---------------------
+
+
+def forward_subst(L, b):
+    """Forward substitution: solve `L x = b` for lower-triangular `L`, row by row."""
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def cholesky(a):
+    """Cholesky factor `L` (lower, `a = L L^T`) of a symmetric positive-definite matrix,
+    column by column with slices."""
+    n = a.shape[0]
+    L = np.zeros_like(a)
+    for j in range(n):
+        L[j, j] = np.sqrt(a[j, j] - L[j, :j] @ L[j, :j])
+        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def lu_inplace(a):
+    """LU factorisation without pivoting, in place: `a` becomes L (unit diagonal, below)
+    and U (on and above the diagonal) by rank-1 updates of the trailing block."""
+    n = a.shape[0]
+    for k in range(n - 1):
+        a[k + 1:, k] /= a[k, k]
+        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+
+
+def gauss_seidel(u, f, h2, sweeps):
+    """Gauss-Seidel sweeps of the 2-D Poisson equation, point by point in place on `u`
+    (its border stays fixed): each update reads the neighbours already updated."""
+    n, m = u.shape
+    for _ in range(sweeps):
+        for i in range(1, n - 1):
+            for j in range(1, m - 1):
+                u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+                                  - h2 * f[i, j])
+
+
+def linear_recurrence(x, a):
+    """First-order linear recurrence (an IIR filter): `y[i] = a * y[i-1] + x[i]`."""
+    y = np.empty_like(x)
+    y[0] = x[0]
+    for i in range(1, x.shape[0]):
+        y[i] = a * y[i - 1] + x[i]
+    return y
+
+
+def adi_sweep(u, alpha):
+    """One ADI-style implicit diffusion step: the tridiagonal systems
+    `(1 + 2 alpha) v[j] - alpha (v[j-1] + v[j+1]) = u[j]` solved along every row, then along
+    every column, by the Thomas algorithm (forward elimination, back substitution),
+    vectorised over the other axis."""
+    n, m = u.shape
+    b = 1.0 + 2.0 * alpha
+    # rows: the recurrences run along axis 1
+    c = np.empty(m, dtype=u.dtype)
+    d = np.empty_like(u)
+    c[0] = -alpha / b
+    d[:, 0] = u[:, 0] / b
+    for j in range(1, m):
+        den = b + alpha * c[j - 1]
+        c[j] = -alpha / den
+        d[:, j] = (u[:, j] + alpha * d[:, j - 1]) / den
+    v = np.empty_like(u)
+    v[:, m - 1] = d[:, m - 1]
+    for j in range(m - 2, -1, -1):
+        v[:, j] = d[:, j] - c[j] * v[:, j + 1]
+    # columns: the recurrences run along axis 0
+    c = np.empty(n, dtype=u.dtype)
+    c[0] = -alpha / b
+    d[0, :] = v[0, :] / b
+    for i in range(1, n):
+        den = b + alpha * c[i - 1]
+        c[i] = -alpha / den
+        d[i, :] = (v[i, :] + alpha * d[i - 1, :]) / den
+    w = np.empty_like(u)
+    w[n - 1, :] = d[n - 1, :]
+    for i in range(n - 2, -1, -1):
+        w[i, :] = d[i, :] - c[i] * w[i + 1, :]
+    return w
+
+
+def edit_distance(s, t):
+    """Levenshtein distance table of two integer sequences (dynamic programming, cell by
+    cell): `d[i, j]` is the distance between `s[:i]` and `t[:j]`."""
+    n = s.shape[0]
+    m = t.shape[0]
+    d = np.zeros((n + 1, m + 1), dtype=np.int64)
+    d[:, 0] = np.arange(n + 1)
+    d[0, :] = np.arange(m + 1)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            sub = d[i - 1, j - 1] + (s[i - 1] != t[j - 1])
+            d[i, j] = min(d[i - 1, j] + 1, d[i, j - 1] + 1, sub)
+    return d
+
+
+def kepler_newton(mean_anomaly, ecc, tol, max_iter):
+    """Kepler's equation `E - e sin E = M` for every `M`, by Newton iteration until the
+    largest step is below `tol` (at most `max_iter` steps): (E, the steps taken)."""
+    e_anom = mean_anomaly.copy()
+    steps = 0
+    delta = tol + 1.0
+    while delta > tol and steps < max_iter:
+        step = (e_anom - ecc * np.sin(e_anom) - mean_anomaly) / (1.0 - ecc * np.cos(e_anom))
+        e_anom = e_anom - step
+        delta = np.abs(step).max()
+        steps += 1
+    return e_anom, steps
+
+
 # --- the records ----------------------------------------------------------------------------
 
 
@@ -554,6 +676,51 @@ def _xent_args(rng, size):
     return _f32(rng.standard_normal((n, c)) * 3), rng.integers(0, c, n)
 
 
+def _lower_args(rng, size):
+    n = _pick(size, 9, 1000)
+    # unit lower triangle plus a dominant diagonal: well conditioned at any size
+    L = np.tril(rng.standard_normal((n, n)) / np.sqrt(n), -1) + np.diag(1.0 + rng.random(n))
+    return L, rng.standard_normal(n)
+
+
+def _spd_args(rng, size):
+    n = _pick(size, 7, 200)
+    a = rng.standard_normal((n, n))
+    return (a @ a.T / n + np.eye(n),)
+
+
+def _lu_args(rng, size):
+    n = _pick(size, 9, 150)
+    # diagonally dominant: stable without pivoting
+    return (rng.standard_normal((n, n)) + n * np.eye(n),)
+
+
+def _gauss_seidel_args(rng, size):
+    n, m, sweeps = _pick(size, (4, 5, 2), (40, 50, 1))
+    u = rng.random((n, m))
+    u[0, :] = 1.0
+    return u, rng.standard_normal((n, m)), 1.0 / (n * m), sweeps
+
+
+def _recurrence_args(rng, size):
+    return rng.standard_normal(_pick(size, 17, 10_000)), 0.9
+
+
+def _adi_args(rng, size):
+    n, m = _pick(size, (4, 5), (200, 200))
+    return rng.random((n, m)), 0.5
+
+
+def _edit_args(rng, size):
+    n, m = _pick(size, (7, 9), (40, 50))
+    return rng.integers(0, 4, n), rng.integers(0, 4, m)
+
+
+def _kepler_args(rng, size):
+    n = _pick(size, 13, 20_000)
+    return rng.random(n) * 2 * np.pi, 0.7, 1e-12, 50
+
+
 # numba 0.68 reduces whole arrays only: its mean/std/var/min/max (functions and methods)
 # accept no axis (nor keepdims) argument
 _NO_AXIS = "numba's mean/std/var take no axis argument"
@@ -619,6 +786,16 @@ CORPUS = [
            numba_ok=False, numba_note=_NO_MINMAX_AXIS),
     Kernel("cross_entropy", cross_entropy, _xent_args, numba_ok=False,
            numba_note=_NO_MINMAX_AXIS),
+    Kernel("forward_subst", forward_subst, _lower_args, rtol64=1e-8, atol64=1e-10),
+    Kernel("cholesky", cholesky, _spd_args, rtol64=1e-8, atol64=1e-10),
+    Kernel("lu_inplace", lu_inplace, _lu_args, mutates=(0,), rtol64=1e-8, atol64=1e-10,
+           fresh=True),  # repeated, it factors its own factors (values grow without bound)
+    Kernel("gauss_seidel", gauss_seidel, _gauss_seidel_args, mutates=(0,),
+           static_argnames=("sweeps",)),
+    Kernel("linear_recurrence", linear_recurrence, _recurrence_args),
+    Kernel("adi_sweep", adi_sweep, _adi_args),
+    Kernel("edit_distance", edit_distance, _edit_args),
+    Kernel("kepler_newton", kepler_newton, _kepler_args, static_argnames=("max_iter",)),
 ]
 
 BY_NAME = {k.name: k for k in CORPUS}

@@ -151,3 +151,44 @@ def test_benchmark_reports_flowjit_per_kernel():
         assert row["status"] == "ok", row   # a WRONG (or FAILED) row fails the test
         assert row["median_s"] is not None
     assert "flowjit.jit" in out.getvalue()
+
+
+def test_pythran_exports_follow_the_arguments():
+    """The pythran module of a kernel: its unchanged source after an export line typed from
+    the arguments (dtype and rank of arrays, Python scalars), and a name that changes with
+    the source; nothing is built (pythran need not be installed)."""
+    from flowjit.benchmarks import pythran_build
+
+    k = BY_NAME["edit_distance"]
+    args = k.make_args(np.random.default_rng(0), "bench")
+    source = pythran_build.module_source(k.fn, args)
+    assert source.startswith("#pythran export edit_distance(int64[:], int64[:])\n")
+    assert "import numpy as np" in source and "def edit_distance(s, t):" in source
+    k = BY_NAME["gauss_seidel"]
+    source = pythran_build.module_source(k.fn, k.make_args(np.random.default_rng(0), "small"))
+    assert source.startswith("#pythran export gauss_seidel(float64[:,:], float64[:,:], float, "
+                             "int)\n")
+    assert pythran_build.export_type(np.zeros(3, dtype=np.float32)) == "float32[:]"
+    assert pythran_build.export_type(np.zeros((2, 2), dtype=bool)) == "bool[:,:]"
+    assert pythran_build.export_type(True) == "bool"
+    assert pythran_build.export_type(1j) == "complex"
+    other = pythran_build.module_source(BY_NAME["cholesky"].fn, (np.zeros((3, 3)),))
+    assert pythran_build.module_name(k.fn, source) != pythran_build.module_name(k.fn, other)
+    reason = pythran_build.rejection_reason(
+        "WARNING: ignored\nCRITICAL: I am in trouble.\n/tmp/x/k.py:3:4 error: Unsupported "
+        "attribute 'pad' for module 'numpy'\n----\n", "/tmp/x/k.py")
+    assert reason == "<kernel>:3:4 error: Unsupported attribute 'pad' for module 'numpy'"
+
+
+def test_benchmark_pythran_unsupported_when_not_installed(monkeypatch):
+    """Without pythran the benchmark still runs: its rows are unsupported, with the reason."""
+    from flowjit.benchmarks import pythran_build
+
+    monkeypatch.setattr(pythran_build, "available", lambda: False)
+    out = io.StringIO()
+    result = bench.run(["linear_recurrence"], ("numpy", "pythran"), repeats=1,
+                       target_seconds=0.001, threads=1, out=out, size="small")
+    rows = result["rows"]
+    assert [(r["variant"], r["status"]) for r in rows] == \
+        [("numpy", "ok"), ("pythran", "unsupported")]
+    assert "not installed" in rows[1]["reason"]
