@@ -205,8 +205,8 @@ def _compute_static(op: Operation, index: int):
     op_def = op.op_def
     if Trait.STATEFUL in op_def.traits or Trait.RUNTIME_VALUE in op_def.traits:
         return None
-    if op.control_inputs:
-        return None
+    if op.control_inputs and op.type != "Const":   # a constant inside a loop or branch
+        return None          # has a control input from its pivot; its value is the same
     if Trait.SHAPE_ONLY in op_def.traits:
         if not all(t.shape.is_fully_defined() for t in op.inputs):
             return None
