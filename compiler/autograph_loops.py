@@ -105,10 +105,12 @@ def for_iter(iterable, body, get_state, set_state, names, read, extra_test=None,
                      names, lambda: tuple(read()) + (arr,), extra_test, mutated, where)
 
 
-def while_stmt(test, body, get_state, set_state, names, read, mutated=None, where=""):
+def while_stmt(test, body, get_state, set_state, names, read, mutated=None, where="",
+               graph=False):
     """`while test(): body()`: in Python while the condition is a Python value, and from
-    the first traced condition on as one graph loop (AutoGraph's rule)."""
-    while True:
+    the first traced condition on as one graph loop (AutoGraph's rule); `graph`: a graph
+    loop from the start (the functional form, when its value is traced)."""
+    while not graph:
         c = test()
         if st.is_traced(c):
             break

@@ -385,6 +385,9 @@ def resolve(ufunc, inputs) -> tuple:
     key = tuple(np_dtype_of(x) for x in inputs) + (None,) * ufunc.nout
     try:
         dtypes = ufunc.resolve_dtypes(key)
+        if all(isinstance(k, type) for k in key[:ufunc.nin]) and \
+                any(np.dtype(d).kind == "O" for d in dtypes):
+            raise TypeError("only weak scalars: NumPy picks the object loop")
     except (TypeError, ValueError):
         dtypes = (np.result_type(*dummies),) * ufunc.nin + (np.asarray(first).dtype,)
     return dtypes[:ufunc.nin], np.asarray(first).dtype
