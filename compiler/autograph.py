@@ -28,10 +28,12 @@ import textwrap
 import types
 import weakref
 
+from .autograph_names import (_PRIVATE, _assigned, _has, _mutated, _own_nodes,  # noqa: F401
+                              _read)
+
 log = logging.getLogger("flowjit.jit")
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _HELPERS = "_ag__"
-_PRIVATE = "_ag_f"     # names of the helper functions the rewrite defines
 
 
 def converted(fn):
@@ -108,83 +110,6 @@ def _convert(fn):
     return new, ""
 
 
-# --- scopes and names ------------------------------------------------------------------------
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-           ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _own_nodes(stmts):
-    """Every node of `stmts` outside nested scopes (the scopes' own nodes included)."""
-    stack = list(reversed(stmts))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, _SCOPES):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(n))))
-
-
-def _loop_nodes(stmts):
-    """Nodes of a loop body outside nested scopes and nested loops."""
-    stack = list(reversed(stmts))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, _SCOPES + (ast.For, ast.While)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(n))))
-
-
-def _assigned(stmts) -> list:
-    """Names `stmts` bind in their own scope, in order of first appearance."""
-    out: dict = {}
-    for n in _own_nodes(stmts):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out[n.id] = None
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[n.name] = None
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                out[(a.asname or a.name).split(".")[0]] = None
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out[n.name] = None
-    return [k for k in out if not k.startswith(_PRIVATE)]
-
-
-def _read(nodes) -> list:
-    out: dict = {}
-    for n in nodes:
-        for m in ast.walk(n):
-            if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Load) and \
-                    not m.id.startswith("_ag_"):
-                out[m.id] = None
-    return list(out)
-
-
-def _mutated(nodes) -> list:
-    """Names whose objects the statements may change: `x.f(...)`, `x[k] = v`, `x.a = v`."""
-    out: dict = {}
-    for n in nodes:
-        for m in ast.walk(n):
-            base = None
-            if isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute):
-                base = m.func.value
-            elif isinstance(m, (ast.Subscript, ast.Attribute)) and \
-                    isinstance(m.ctx, (ast.Store, ast.Del)):
-                base = m.value
-            while isinstance(base, (ast.Subscript, ast.Attribute)):
-                base = base.value
-            if isinstance(base, ast.Name) and not base.id.startswith("_ag_"):
-                out[base.id] = None
-    return list(out)
-
-
-def _has(stmts, kinds, loops_too=False) -> bool:
-    walk = _own_nodes(stmts) if loops_too else _loop_nodes(stmts)
-    return any(isinstance(n, kinds) for n in walk)
-
-
 _LINE = [1]   # the line of the statement being rewritten: generated code's location
 
 
@@ -254,9 +179,9 @@ class _Rewriter:
         elif _has(s.body, (ast.Try,), loops_too=True):
             why = "`try` inside the loop"
         if why:
-            self.notes.append(f"the `{kind}` loop at line {s.lineno + self.offset} stays a Python loop "
-                              f"(unrolled while tracing; a traced condition is a graph "
-                              f"break): {why}")
+            self.notes.append(f"the `{kind}` loop at line {s.lineno + self.offset} stays a "
+                              "Python loop (unrolled while tracing; a traced condition is a "
+                              f"graph break): {why}")
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
             return [s]
@@ -328,8 +253,8 @@ class _Rewriter:
             why = "`break`/`continue` of a loop left as Python"
         if why:
             if why != "`return` inside it":
-                self.notes.append(f"the `if` at line {s.lineno + self.offset} stays a Python `if` (a "
-                                  f"traced condition is a graph break): {why}")
+                self.notes.append(f"the `if` at line {s.lineno + self.offset} stays a "
+                                  f"Python `if` (a traced condition is a graph break): {why}")
             s.body, s.orelse = self.block(s.body), self.block(s.orelse)
             return [s]
         self.count += 1

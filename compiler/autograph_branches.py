@@ -79,7 +79,7 @@ def if_stmt(cond, body, orelse, get_state, set_state, names, read, mutated=None,
         st.restore(candidates, saved)
         set_state(init)
         raise
-    except (TypeError, ValueError) as e:
+    except Exception as e:   # noqa: BLE001 - the plain function says what is wrong
         st.restore(candidates, saved)
         set_state(init)
         raise GraphBreak(f"the `if` {where} could not be built as a graph cond",

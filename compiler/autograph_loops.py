@@ -178,7 +178,7 @@ def _graph_loop(test, step_fn, counter0, get_state, set_state, names, read, wher
             st.restore(candidates, saved)
             set_state(init)
             raise
-        except (TypeError, ValueError) as e:
+        except Exception as e:   # noqa: BLE001 - the plain function says what is wrong
             st.restore(candidates, saved)
             set_state(init)
             raise GraphBreak(f"the loop {where} could not be built as a graph loop",
