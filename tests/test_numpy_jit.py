@@ -302,8 +302,10 @@ def test_unsupported_constructs_raise_a_clear_error_without_fallback(fn, constru
 
 
 def test_huge_unrolled_loops_are_reported():
+    # a `for` over range() becomes one graph loop (tests/test_jit_control_flow.py); a loop
+    # over another Python iterable still runs in Python, unrolled while tracing
     def long_loop(x):
-        for _ in range(30000):
+        for _ in list(range(30000)):
             x = x + 1.0
         return x
 
