@@ -18,6 +18,8 @@ from .dtypes import (DType, as_dtype, bool_ as bool,
 from . import ops as _ops  # registers every op and installs Tensor operators
 from .ops.api import *  # noqa: F401,F403 - the op functions under their TF1 names
 from .compiler.gradients import UnconnectedGradients, gradients
+# TF1's cond/while_loop, which also take the JAX-like forms (compiler/functional.py)
+from .compiler.functional import cond, fori_loop, while_loop
 from .ops.variables import (Variable, all_variables, assign, assign_add, assign_sub,
                             global_variables, global_variables_initializer,
                             initialize_all_variables, initialize_variables,
@@ -100,6 +102,13 @@ initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.
     "truncated_normal": truncated_normal_initializer,
     "glorot_uniform": glorot_uniform_initializer, "glorot_normal": glorot_normal_initializer,
     "variance_scaling": variance_scaling_initializer})
+from .compiler import functional as _functional  # noqa: E402
+
+lax = _namespace("lax", "JAX-like functional control flow (compiler/functional.py): "
+                 "`cond(pred, true_fn, false_fn, *operands)`, `while_loop(cond_fn, body_fn, "
+                 "init_val)`, `fori_loop(lower, upper, body_fn, init_val)`.", {
+                     "cond": _functional.lax_cond, "while_loop": _functional.lax_while_loop,
+                     "fori_loop": _functional.fori_loop})
 config = _namespace("config", "flowjit's process settings: `tune_process()` opts in to its "
                     "process-wide tuning (runtime/process_tuning.py).",
                     _pick("tune_process", "process_tuned"))

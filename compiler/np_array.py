@@ -104,12 +104,16 @@ class TracedArray:
             OP_INPUTS[0] += 1   # a flowjit op took this traced array (see OP_INPUTS)
         if not self._chain:
             return self._buf.tensor
-        if self._cache is not None and self._cache[0] == self._buf.version:
-            return self._cache[1]
+        # a view read inside a loop body or cond branch is not the view outside it
+        # (docs/architecture.md "Python control flow in @jit"): the cache knows its context
+        context = self._buf.tensor.graph._get_control_flow_context()
+        if self._cache is not None and self._cache[0] == self._buf.version and \
+                self._cache[1] is context:
+            return self._cache[2]
         t = self._buf.tensor
         for graph_fn, _ in self._chain:
             t = graph_fn(t)
-        self._cache = (self._buf.version, t)
+        self._cache = (self._buf.version, context, t)
         return t
 
     def _positions(self) -> np.ndarray:
@@ -258,9 +262,23 @@ def as_tensor(x) -> Tensor | None:
     return None
 
 
+class WeakScalar(TracedArray):
+    """A traced 0-d value standing for a Python int/float/complex (a converted loop's index,
+    a loop variable that started as a Python number): NumPy's promotion sees it as weak
+    (NEP 50), as it would the Python number."""
+
+    __slots__ = ("weak",)
+
+    def __init__(self, buf: _Buffer, weak: type):
+        super().__init__(buf)
+        self.weak = weak
+
+
 def np_dtype_of(x):
     """The dtype NumPy's promotion sees for an operand: Python int/float/complex stay weak
     (their type), bool and NumPy values are strong dtypes."""
+    if isinstance(x, WeakScalar):
+        return x.weak
     if isinstance(x, TracedArray):
         return x.dtype
     if isinstance(x, Tensor):

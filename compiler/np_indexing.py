@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import np_dynamic_index
 from .np_array import (GraphBreak, TracedArray, _Buffer, api, as_tensor, static_dims,
                        to_tensor, wrap)
 
@@ -53,6 +54,8 @@ def getitem(arr: TracedArray, key):
     """`arr[key]` (see the module docstring)."""
     tf = api()
     key = _key_tuple(key)
+    if np_dynamic_index.is_dynamic_basic(key):   # traced scalar indices: still a view
+        return np_dynamic_index.getitem(arr, key)
     if _is_basic(key):
         k = key if len(key) != 1 else key[0]
         return arr._view(lambda t: tf.tensor_getitem(t, k), lambda p: p[k])
@@ -173,6 +176,8 @@ def setitem(arr: TracedArray, key, value) -> None:
                 v.shape.as_list() == old.shape.as_list():
             _replace(arr._buf, v)
             return
+    if np_dynamic_index.setitem(arr, key, value):   # traced scalar indices or view
+        return
     mask = [k for k in key if as_tensor(k) is not None]
     if mask:
         _masked_setitem(arr, key, value, dtype)
@@ -226,7 +231,7 @@ def update_inplace(arr: TracedArray, ufunc, other, result_dtype) -> bool:
     from .np_ufuncs import call
 
     tf = api()
-    if not arr._chain:
+    if not arr._chain or np_dynamic_index.is_dynamic_view(arr):
         return False
     buf = arr._buf
     positions = arr._positions()

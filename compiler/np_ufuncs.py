@@ -22,8 +22,8 @@ import numpy as np
 
 from ..ops import api as op_api
 from ..ops import bitwise_ops
-from .np_array import (GraphBreak, TracedArray, api, as_tensor, dtype_breaks, np_dtype_of,
-                       to_tensor, wrap)
+from .np_array import (GraphBreak, TracedArray, WeakScalar, _Buffer, api, as_tensor,
+                       dtype_breaks, np_dtype_of, to_tensor, wrap)
 
 
 def _float_only(fn):
@@ -367,6 +367,8 @@ def _dummy(x):
     """A stand-in for NumPy's type checks: empty arrays for arrays, scalars as themselves."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return x
+    if isinstance(x, WeakScalar):
+        return x.weak(0)
     dt = np_dtype_of(x)
     t = as_tensor(x)
     ndim = (t.shape.ndims or 0) if t is not None else np.ndim(x)
@@ -383,6 +385,9 @@ def resolve(ufunc, inputs) -> tuple:
     key = tuple(np_dtype_of(x) for x in inputs) + (None,) * ufunc.nout
     try:
         dtypes = ufunc.resolve_dtypes(key)
+        if all(isinstance(k, type) for k in key[:ufunc.nin]) and \
+                any(np.dtype(d).kind == "O" for d in dtypes):
+            raise TypeError("only weak scalars: NumPy picks the object loop")
     except (TypeError, ValueError):
         dtypes = (np.result_type(*dummies),) * ufunc.nin + (np.asarray(first).dtype,)
     return dtypes[:ufunc.nin], np.asarray(first).dtype
@@ -414,7 +419,24 @@ def call(ufunc, inputs) -> TracedArray:
             # uint8 negation, int8 powers, ...: arithmetic modulo 2**bits gives the same
             # bits in int64, and the cast back to the narrow type wraps as NumPy's does
             result = build(*[to_tensor(t, np.int64) for t in tensors])
-    return wrap(to_tensor(result, out_dtype))
+    out = to_tensor(result, out_dtype)
+    weak = _weak_result(inputs, out_dtype)
+    return WeakScalar(_Buffer(out), weak) if weak is not None else wrap(out)
+
+
+_WEAK_KINDS = {"i": int, "u": int, "f": float, "c": complex}
+
+
+def _weak_result(inputs, out_dtype):
+    """Python arithmetic on weak scalars (a converted loop's index, docs/architecture.md
+    "Python control flow in @jit") stays weak, as the Python number it stands for would."""
+    if not any(isinstance(x, WeakScalar) for x in inputs):
+        return None
+    if not all(isinstance(x, WeakScalar) or (isinstance(x, (int, float, complex)) and
+                                              not isinstance(x, (bool, np.generic)))
+               for x in inputs):
+        return None
+    return _WEAK_KINDS.get(np.dtype(out_dtype).kind)
 
 
 _COMPARISONS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)

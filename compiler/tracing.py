@@ -88,6 +88,9 @@ class Trace:
     # ops building a graph; draws from captured random generators are graph breaks)
 
 
+TRACING = [0]   # how many traces are in progress (the functional forms read it)
+
+
 def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trace:
     """Call fn with traced arrays (np_array.TracedArray over placeholders) for its array
     arguments inside a new graph. Sizes are unknown except 1s, or all known with
@@ -96,6 +99,7 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
     from .np_array import TracedArray, _Buffer
     from .np_module import traced_copy
     from .np_random import CapturedGenerators
+    from .autograph import converted
 
     graph = Graph()
     placeholders, specs, buffers = [], [], []
@@ -119,7 +123,11 @@ def trace(fn, args, kwargs, static_names=(), exact_shapes: bool = False) -> Trac
         t_kwargs = {k: (v if k in static_names else abstract(v, k)) for k, v in kwargs.items()}
         generators = CapturedGenerators(fn)
         op_inputs = np_array.OP_INPUTS[0]
-        result = traced_copy(fn)(*t_args, **t_kwargs)
+        TRACING[0] += 1
+        try:   # the function with its control flow converted (docs/architecture.md)
+            result = traced_copy(converted(fn))(*t_args, **t_kwargs)
+        finally:
+            TRACING[0] -= 1
         generators.check()
         outputs, constants = [], []
         numpy_code = _numpy_results(result) and np_array.OP_INPUTS[0] == op_inputs
@@ -174,3 +182,25 @@ def rebuild(template, values, constants):
     if kind == "dict":
         return {k: rebuild(v, values, constants) for k, v in template[1]}
     return kind(rebuild(v, values, constants) for v in template[1])
+
+
+def live_ops(tr: Trace) -> list:
+    """The ops the outputs depend on (data and control inputs), in graph order, without
+    placeholders: what a graph with control flow computes (attempts at building a loop or
+    cond that were abandoned, docs/architecture.md "Python control flow in @jit", leave
+    ops nothing reads)."""
+    seen: set = set()
+    stack = [t.op for t in tr.outputs]
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return [op for op in tr.graph.get_operations() if op in seen and op.type != "Placeholder"]
+
+
+def has_control_flow(ops) -> bool:
+    """Whether any op routes control flow (a while loop's or a cond's Merge)."""
+    return any(op.type == "Merge" for op in ops)

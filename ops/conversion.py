@@ -201,12 +201,19 @@ def static_value(tensor: Tensor):
     return result
 
 
+_ROUTING = frozenset({"Enter", "Merge", "Switch", "Exit", "NextIteration", "LoopCond"})
+
+
 def _compute_static(op: Operation, index: int):
     op_def = op.op_def
     if Trait.STATEFUL in op_def.traits or Trait.RUNTIME_VALUE in op_def.traits:
         return None
-    if op.control_inputs and op.type != "Const":   # a constant's value is known whatever
-        return None                                # runs first (one in a loop waits on it)
+    if op.type == "Enter" and op.get_attr("is_constant"):   # a loop invariant: the
+        return static_value(op.inputs[0])                    # same in every iteration
+    if op.type in _ROUTING:   # a loop variable's value changes per iteration (a Merge
+        return None           # built before its back edge shows only the initial value)
+    if op.control_inputs and op.type != "Const":   # a constant inside a loop or branch
+        return None          # has a control input from its pivot; its value is the same
     if Trait.SHAPE_ONLY in op_def.traits:
         if not all(t.shape.is_fully_defined() for t in op.inputs):
             return None

@@ -37,7 +37,8 @@ from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from .jit_errors import (TOO_DEEP, InvalidIndexError, InvalidValueError,  # noqa: F401
                          as_numpy_error)
 from ..compiler.pipeline import Stages, compile_cluster
-from ..compiler.tracing import rebuild, signature_of, trace
+from ..compiler.autograph import converted
+from ..compiler.tracing import has_control_flow, live_ops, rebuild, signature_of, trace
 from ..errors import InvalidArgumentError, UnimplementedError
 from .config import ConfigProto, JitPolicy, jit_options
 from .session import Session
@@ -53,10 +54,11 @@ MEASURE_RUNS = int(os.environ.get("FLOWJIT_JIT_MEASURE_RUNS", "3") or 3)
 SLOWER_MARGIN = 1.1  # a kernel slower than this times plain NumPy is dropped
 
 
-def graph_text(graph) -> str:
-    """One line per op: name = Type(inputs) -> dtype shape."""
+def graph_text(graph, ops=None) -> str:
+    """One line per op (of `ops`, default all the graph's): name = Type(inputs) -> dtype
+    shape."""
     lines = []
-    for op in graph.get_operations():
+    for op in (graph.get_operations() if ops is None else ops):
         ins = ", ".join(t.name for t in op.inputs)
         outs = ", ".join(f"{t.dtype.name}{t.shape}" for t in op.outputs)
         lines.append(f"{op.name} = {op.type}({ins}) -> {outs}")
@@ -357,8 +359,8 @@ class JitFunction:
         untraceable = _untraceable_argument(args, kwargs)
         if untraceable is TracedArray:
             # called while another jitted function is being traced: trace through this
-            # one's body too, so the outer kernel includes it
-            return self.fn(*args, **kwargs)
+            # one's body too (its control flow converted), so the outer kernel includes it
+            return converted(self.fn)(*args, **kwargs)
         if untraceable is not None:
             return self._run_subclass(untraceable, args, kwargs)
         key = signature_of(args, kwargs, self.static_argnames, self.exact_shapes)
@@ -470,9 +472,12 @@ class JitFunction:
             self._entries[key] = entry
             return entry, key
         ops = [op for op in tr.graph.get_operations() if op.type != "Placeholder"]
+        control_flow = has_control_flow(ops)
+        if control_flow:   # converted loops and ifs (docs/architecture.md "Python control
+            ops = live_ops(tr)   # flow in @jit"): without the ops of abandoned attempts
         try:
             cluster = compile_cluster(ops, tr.placeholders, tr.specs, tr.outputs,
-                                      graph_text(tr.graph), donated=tr.writebacks,
+                                      graph_text(tr.graph, ops), donated=tr.writebacks,
                                       target=self.target)
             entry = _Compiled(cluster, tr)
             log.info("flowjit.jit: compiled %s (%s)", self.__name__, reason)
@@ -483,8 +488,9 @@ class JitFunction:
         except (NotLowerable, RecursionError) as e:
             if isinstance(e, RecursionError):
                 e = TOO_DEEP
-            if tr.numpy_code:   # the plain function is NumPy itself: faster than the
-                # reference kernels run op by op, and the same semantics
+            if tr.numpy_code and not control_flow:   # the plain function is NumPy itself:
+                # faster than the reference kernels run op by op, and the same semantics;
+                # graph loops and conds run in the Session (loops of compiled clusters)
                 entry = _Python(self.fn, f"not compiled: {e}", measured=True)
                 log.warning("flowjit.jit: %s runs as plain Python, not compiled: %s (%s)",
                             self.__name__, e, reason)
@@ -542,7 +548,9 @@ class Lowered:
             self.compiled = False
         else:
             self.stages = Stages()
-            self.stages.add("graph", graph_text(entry.trace.graph))
+            ops = live_ops(entry.trace) if has_control_flow(
+                entry.trace.graph.get_operations()) else None
+            self.stages.add("graph", graph_text(entry.trace.graph, ops))
             self.stages.add("not compiled", f"runs with reference kernels: {entry.reason}")
             self.source = None
             self.compiled = False

@@ -302,8 +302,10 @@ def test_unsupported_constructs_raise_a_clear_error_without_fallback(fn, constru
 
 
 def test_huge_unrolled_loops_are_reported():
+    # a `for` over range() becomes one graph loop (tests/test_jit_control_flow.py); a loop
+    # over another Python iterable still runs in Python, unrolled while tracing
     def long_loop(x):
-        for _ in range(30000):
+        for _ in list(range(30000)):
             x = x + 1.0
         return x
 
@@ -352,7 +354,8 @@ def test_byte_swapped_misaligned_and_strided_arguments_are_converted():
 
 
 def numba_guide_trace(a):
-    """numba's five-minute-guide example: a Python loop unrolled into a long chain."""
+    """numba's five-minute-guide example (a graph loop since Python control flow is
+    converted, tests/test_jit_control_flow.py)."""
     trace = 0.0
     for i in range(a.shape[0]):
         trace += np.tanh(a[i, i])
@@ -375,8 +378,9 @@ def test_long_unrolled_chains_never_crash(fn, arg, caplog):
     with caplog.at_level(logging.WARNING, logger="flowjit.jit"):
         np.testing.assert_allclose(f(arg), fn(arg), rtol=1e-12)
         np.testing.assert_allclose(f(arg), fn(arg), rtol=1e-12)
-    if f.lower(arg).compiled is False:
-        assert any("too deep" in r.getMessage() or "graph break" in r.getMessage()
+    if f.lower(arg).compiled is False:   # (a converted loop runs as a graph loop in a
+        assert any("too deep" in r.getMessage() or "graph break" in r.getMessage() or
+                   "reference kernels" in r.getMessage()   # Session until loops lower)
                    for r in caplog.records)
 
 
