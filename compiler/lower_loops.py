@@ -50,12 +50,42 @@ def lower_ops(ctx, ops, level=None) -> None:
             _lower_plain(ctx, op)
             continue
         members = list(loop.all_ops)
-        missing = [m for m in members if m not in present and m.type != "Exit"]
-        if missing:   # (an Exit nobody reads is pruned from the plan)
+        missing = [m for m in _needed(loop) if m not in present]
+        if missing:   # (ops nothing in the loop reads may be pruned: an unread Exit)
             raise NotLowerable(f"the cluster holds part of while loop {loop.frame_name} only "
                                f"(not {missing[0].name})")
-        lower_while(ctx, loop)
+        lower_while(ctx, loop, present)
         done.update(members)
+
+
+def _upstream(ops, pool: set) -> list:
+    """The ops of `pool` that `ops` depend on (through `pool` only), themselves included."""
+    seen: dict = {}
+    stack = [op for op in ops if op in pool]
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen[op] = None
+        stack.extend(t.op for t in op.inputs if t.op in pool)
+        stack.extend(c for c in op.control_inputs if c in pool)
+    return list(seen)
+
+
+def _needed(loop) -> list:
+    """The loop's ops its condition and next values depend on (its routing included)."""
+    members = loop.all_ops
+    stack = [t.op for t in loop.nexts] + [t.op for t in loop.merges]
+    stack += [op for op in members if op.type == "LoopCond" and op._cf_context is loop]
+    seen: dict = {}
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in members:
+            continue
+        seen[op] = None
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return list(seen)
 
 
 def _loop_below(op, level):
@@ -124,7 +154,7 @@ def _static_shape(node) -> tuple:
     return tuple(int(d.attr) if ir.is_const(d) else None for d in node.shape)
 
 
-def lower_while(ctx, loop) -> None:
+def lower_while(ctx, loop, present=None) -> None:
     """Lower every op of while loop `loop` into ONE WHILE node of `ctx` (module docstring)."""
     from .lowering import LowerContext   # lowering.py imports this module
 
@@ -145,20 +175,16 @@ def lower_while(ctx, loop) -> None:
             routing.add(op)
             if op.get_attr("is_constant"):
                 sub.capture(op.outputs[0], ctx.node_of(op.inputs[0]))
-    lower_ops(sub, [op for op in own if op not in routing], level=loop)
+    inside = [op for op in own if op not in routing and (present is None or op in present)]
+    # the condition's ops first: the checks they add hold for the condition's program, the
+    # rest for the body's (a body's index check must not run when the condition fails)
+    cond_ops = set(_upstream([loop_cond.inputs[0].op], set(inside)))
+    lower_ops(sub, [op for op in inside if op in cond_ops], level=loop)
+    cond_checks = list(sub.checks)
+    lower_ops(sub, [op for op in inside if op not in cond_ops], level=loop)
+    body_checks = sub.checks[len(cond_checks):]
     go = sub.node_of(loop_cond.inputs[0])
     nexts = [sub.node_of(t.op.inputs[0]) for t in loop.nexts]
-    cond_nodes = {id(x) for x in ir.Program(sub.inputs, [go]).nodes()}
-    cond_checks, body_checks = [], []
-    for check in sub.checks:
-        loaded = [e.attr for e in ir.walk(check[0]) if e.op is ir.Scalar.LOAD]
-        if not loaded:
-            cond_checks.append(check)
-            body_checks.append(check)
-        elif all(id(x) in cond_nodes for x in loaded):
-            cond_checks.append(check)
-        else:
-            body_checks.append(check)
     # the loop variables' arrays belong to the loop (the kernel copies the initial values),
     # so the body may write each one's next value into its array: in place
     body = ir.Program(sub.inputs, nexts, body_checks, donated=[(k, k) for k in range(n)])

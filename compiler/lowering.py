@@ -85,12 +85,15 @@ class LowerContext:
                 kind = {"Mul": Scalar.MUL, "Add": Scalar.ADD, "Sub": Scalar.SUB,
                         "FloorDiv": Scalar.FLOORDIV}[op.type]
                 return [ir.make(kind, ir.INDEX, (a[0], b[0]))]
+        node = self.nodes.get(tensor)
+        if node is not None:   # computed in the cluster (a traced index in a loop): its
+            return self._input_ints(tensor, node)   # elements, read at run time
         raise NotLowerable(f"the integer vector {tensor.name} (from {op.type}) is not known "
                            "while compiling")
 
     def _input_ints(self, tensor, node: Node) -> list:
-        """The elements of a rank-0/1 integer cluster input as Exprs; its length must be
-        static (in the graph: shape inference's contract with every run, feeds included)."""
+        """The elements of a rank-0/1 integer node (a cluster input, or computed) as Exprs;
+        its length must be static (in the graph: shape inference's contract with every run, feeds included)."""
         dims = tensor.shape.as_list() if tensor.shape.ndims is not None else None
         if not tensor.dtype.is_integer or dims is None or len(dims) > 1 or None in dims:
             raise NotLowerable(f"the integer vector {tensor.name} has no static length")

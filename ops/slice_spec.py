@@ -149,13 +149,21 @@ def _canonical_expr(x, masked: bool, is_begin: bool, dim, stride: int):
     lo, hi = (0, dim) if stride > 0 else (-1, lx.sub(dim, 1))
     if masked:
         return lx.index(lo if (stride > 0) == is_begin else hi)
-    x = lx.add(dim, x) if x < 0 else lx.index(x)
+    x = _forward(x, dim)
     return lx.minimum(lx.maximum(x, lo), hi)
 
 
+def _forward(x, dim):
+    """Bound `x` (an int, or an int64 Expr computed at run time: a traced index) counted
+    from the end when negative."""
+    if isinstance(x, int):
+        return lx.add(dim, x) if x < 0 else lx.index(x)
+    return lx.select(lx.lt(x, 0), lx.add(dim, x), x)
+
+
 def dim_bounds_expr(dim, spec: DimSpec, index: int):
-    """(begin, size, stride, in_bounds) like `dim_bounds` for static begin/end/stride and a
-    runtime size `dim` (Expr): begin and size are Exprs, and `in_bounds` is a bool Expr that
+    """(begin, size, stride, in_bounds) like `dim_bounds` for a static stride, begin and end
+    static or run-time values (int64 Exprs), and a runtime size `dim` (Expr): begin and size are Exprs, and `in_bounds` is a bool Expr that
     must hold at run time (a shrink index inside the dimension; True otherwise)."""
     stride = spec.stride
     if stride == 0:
@@ -164,7 +172,7 @@ def dim_bounds_expr(dim, spec: DimSpec, index: int):
         if stride < 0:
             raise ValueError(f"only stride 1 allowed on non-range indexing (dimension {index} "
                              f"is indexed with an integer but has stride {stride}).")
-        fwd = lx.add(dim, spec.begin) if spec.begin < 0 else lx.index(spec.begin)
+        fwd = _forward(spec.begin, dim)
         return fwd, lx.index(1), 1, lx.all_of([lx.ge(fwd, 0), lx.lt(fwd, dim)])
     begin = _canonical_expr(spec.begin, spec.begin_masked, True, dim, stride)
     end = _canonical_expr(spec.end, spec.end_masked, False, dim, stride)

@@ -259,8 +259,8 @@ def _strided_slice_kernel(ctx, inputs, attrs):
 def _lower_strided_slice(ctx, op, inputs):
     require_real(op, complex_ok=True)
     x = inputs[0]
-    begin, end, strides = ([int(v) for v in ctx.static(t, name).reshape(-1)]
-                           for t, name in zip(op.inputs[1:], ("begin", "end", "strides")))
+    strides = [int(v) for v in ctx.static(op.inputs[3], "strides").reshape(-1)]
+    begin, end = (_bounds(ctx, t) for t in op.inputs[1:3])
     try:
         dims, layout = dense_spec(len(x.shape), begin, end, strides,
                                   **{k: op.get_attr(k) for k in _MASKS})
@@ -281,6 +281,16 @@ def _lower_strided_slice(ctx, op, inputs):
         return idx
 
     return [remap(x, shape, index_fn)]
+
+
+def _bounds(ctx, tensor) -> list:
+    """Begin or end values: ints when known while compiling, else int64 Exprs read at run
+    time (a traced index inside a compiled loop)."""
+    try:
+        return [int(v) for v in ctx.static(tensor).reshape(-1)]
+    except NotLowerable:
+        pass
+    return [v if not ir.is_const(v) else int(v.attr) for v in ctx.symbolic_ints(tensor)]
 
 
 STRIDED_SLICE = OpDef("StridedSlice", _strided_slice_infer, _strided_slice_kernel,
