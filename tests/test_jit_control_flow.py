@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 import flowjit
 from flowjit.compiler.tracing import live_ops, trace
-from flowjit.runtime.jit import _Interpreted, _Python
+from flowjit.compiler.core.ir import NodeKind
+from flowjit.runtime.jit import _Compiled, _Interpreted, _Python, _Trial
 
 
 def go_fast(a):   # numba's five-minute guide
@@ -131,10 +132,21 @@ def _entry(f):
 
 
 def _assert_graph_loop(f, caplog):
+    """The function's loop or branch stayed one graph loop or cond: compiled into one kernel
+    (a kernel-IR WHILE node, or a cond's select), or else run by the Session."""
     entry = _entry(f)
-    assert isinstance(entry, _Interpreted), getattr(entry, "reason", entry)
-    types = {op.type for op in live_ops(entry.trace)}
-    assert "Merge" in types
+    if isinstance(entry, _Trial):
+        entry = entry.compiled
+    if isinstance(entry, _Compiled):
+        types = {op.type for op in live_ops(entry.trace)}
+        assert "Merge" in types
+        kinds = {n.kind for n in entry.cluster.schedule.program.nodes()}
+        if "Enter" in types:   # a loop: one WHILE node of the kernel IR (a cond: a select)
+            assert NodeKind.WHILE in kinds
+    else:
+        assert isinstance(entry, _Interpreted), getattr(entry, "reason", entry)
+        types = {op.type for op in live_ops(entry.trace)}
+        assert "Merge" in types
     assert not [r for r in caplog.records if "graph break" in r.getMessage()]
 
 
