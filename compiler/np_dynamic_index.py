@@ -11,10 +11,12 @@ values. NumPy reads such keys as BASIC indexing (a view), so this module keeps t
   that remembers the key, since the static element positions the other writes use
   (np_indexing.py) cannot be computed.
 - Writing (`arr[key] = v`, and so every in-place operator on such a view) is one
-  TensorScatterNdUpdate of the buffer at the positions of the key's elements, computed
-  from NumPy's slice rules with graph arithmetic (negative bounds count from the end,
-  bounds clamp to the axis, any non-zero static step); the value is broadcast to the
-  view's (traced) shape and cast to the array's dtype as NumPy's setitem casts.
+  TensorStridedSliceUpdate of the buffer (ops/slice_update_ops.py: compiled, a box written
+  in place) when every entry is an index or a slice with a static step, else one
+  TensorScatterNdUpdate at the positions of the key's elements, computed from NumPy's
+  slice rules with graph arithmetic (negative bounds count from the end, bounds clamp to
+  the axis); the value is broadcast to the view's (traced) shape and cast to the array's
+  dtype as NumPy's setitem casts.
 Writes through a view of a view are supported when the first key holds only integers
 (`a[i][j] = v`); other compositions are a GraphBreak (the function runs as plain Python).
 """
@@ -184,6 +186,9 @@ def dynamic_setitem(buf, key: tuple, value, dtype) -> None:
         raise IndexError(f"too many indices for array: array is {rank}-dimensional, but "
                          f"{len(key)} were indexed")
     key = tuple(key) + (slice(None),) * (rank - len(key))
+    if all(not isinstance(k, slice) or as_tensor(k.step) is None for k in key):
+        _replace(buf, _slice_update(root, key, value, dtype))
+        return
     sizes = tf.cast(tf.shape(root), _dtypes.int64)
     axes = [_axis_positions(k, sizes[d]) for d, k in enumerate(key)]
     kept = [p for p, keep in axes if keep]
@@ -202,6 +207,37 @@ def dynamic_setitem(buf, key: tuple, value, dtype) -> None:
     v = to_tensor(value, dtype)
     v = tf.reshape(tf.broadcast_to(v, view_shape), [-1])
     _replace(buf, tf.tensor_scatter_nd_update(root, points, v))
+
+
+def _slice_update(root, key: tuple, value, dtype):
+    """`root` with `root[key] = value` (one index or static-step slice per axis) as one
+    TensorStridedSliceUpdate (ops/slice_update_ops.py: compiled as an in-place box write)."""
+    tf = api()
+    begin, end, strides = [], [], []
+    begin_mask = end_mask = shrink = 0
+    zero = tf.constant(np.int64(0))
+    for d, k in enumerate(key):
+        if isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            begin.append(zero if k.start is None else _i64(k.start))
+            end.append(zero if k.stop is None else _i64(k.stop))
+            begin_mask |= (k.start is None) << d
+            end_mask |= (k.stop is None) << d
+            strides.append(step)
+        else:
+            i = _i64(k)
+            begin.append(i)
+            end.append(tf.add(i, tf.constant(np.int64(1))))
+            strides.append(1)
+            shrink |= 1 << d
+    b, e = tf.stack(begin), tf.stack(end)
+    s = tf.constant(np.array(strides, np.int64))
+    masks = dict(begin_mask=begin_mask, end_mask=end_mask, shrink_axis_mask=shrink)
+    view = tf.strided_slice(root, b, e, s, **masks)
+    v = tf.broadcast_to(to_tensor(value, dtype), tf.shape(view))
+    return tf.tensor_strided_slice_update(root, b, e, s, v, **masks)
 
 
 def setitem(arr: TracedArray, key: tuple, value) -> bool:

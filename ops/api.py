@@ -15,6 +15,7 @@ from .basic_ops import (constant, group, identity, no_op, placeholder,  # noqa: 
                         placeholder_with_default, stop_gradient)
 from .segment_ops import unsorted_segment_sum  # noqa: F401
 from .scatter_ops import tensor_scatter_nd_update  # noqa: F401
+from .slice_update_ops import tensor_strided_slice_update  # noqa: F401
 from .linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_solve  # noqa: F401
 from .sort_ops import argsort, sort  # noqa: F401
 from .control_flow import case, cond, while_loop  # noqa: F401

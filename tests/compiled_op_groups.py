@@ -29,7 +29,8 @@ EXACT_FLOAT_OPS = frozenset("""
 Identity StopGradient ZerosLike OnesLike Abs Neg Sign Floor Ceil Round Relu Relu6 Maximum Minimum
 ClipByValue Select SelectV2 Max Min Cast Transpose ConjugateTranspose Reshape ExpandDims Squeeze
 Tile Pad PadV2 MirrorPad ReverseV2 Slice StridedSlice ConcatV2 Pack Unpack Split SplitV
-GatherV2 GatherNd OneHot BroadcastTo TensorScatterUpdate Fill Sort EnsureNonEmpty Const
+GatherV2 GatherNd OneHot BroadcastTo TensorScatterUpdate TensorStridedSliceUpdate Fill Sort
+EnsureNonEmpty Const
 """.split())
 
 
@@ -141,6 +142,8 @@ def _float_ops(dt):
         ("BroadcastTo", lambda P: tf.broadcast_to(P.y, tf.shape(P.x))),
         ("TensorScatterUpdate", lambda P: tf.tensor_scatter_nd_update(
             P.w, [[1], [0]], tf.stack([P.w[0], P.w[1] * 3.0]))),
+        ("TensorStridedSliceUpdate", lambda P: tf.tensor_strided_slice_update(
+            P.w, [1, 0], [0, 3], [1, 2], P.w[1:, 0:3:2] * 2.0, end_mask=1)),
         ("Fill", lambda P: tf.fill(tf.shape(P.x), tf.constant(2.5, dt))),
         ("Range", lambda P: tf.cast(tf.range(0, tf.size(P.y), 2), dt) + P.y[0:1] * 0.0),
         ("Shape", lambda P: tf.shape(P.x)),
@@ -306,7 +309,7 @@ FLOAT64 = {"Identity", "Exp", "Log", "Tanh", "Sin", "Pow", "Cast", "Sum", "Max"}
 MOVES = {"Transpose", "ConjugateTranspose", "Reshape", "ExpandDims", "Squeeze", "Tile", "Pad",
          "PadV2", "MirrorPad", "ReverseV2", "Slice", "StridedSlice", "ConcatV2", "Pack",
          "Unpack", "Split", "SplitV", "GatherV2", "GatherNd", "OneHot", "BroadcastTo",
-         "TensorScatterUpdate", "Fill", "Range", "Shape", "ShapeN", "Size", "Rank",
+         "TensorScatterUpdate", "TensorStridedSliceUpdate", "Fill", "Range", "Shape", "ShapeN", "Size", "Rank",
          "SumToShape", "EnsureNonEmpty"}
 
 

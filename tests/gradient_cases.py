@@ -189,6 +189,8 @@ CASES = {
                        _u(2, 3, 4)),
     "TensorScatterUpdate": _one("rows, one repeated", lambda t, u: tf.tensor_scatter_nd_update(
         t, [[2], [0]], u), _u(3, 2), _u(2, 2)),
+    "TensorStridedSliceUpdate": _one("a strided box", lambda t, u: tf.tensor_strided_slice_update(
+        t, [1, 0], [3, 3], [1, 2], u), _u(3, 3), _u(2, 2)),
     "GatherNd": _one("pairs", lambda p: tf.gather_nd(p, [[1, 0], [0, 2], [1, 0]]), _u(2, 3)),
     "UnsortedSegmentSum": _one("dropped and repeated", lambda d: tf.unsorted_segment_sum(
         d, [1, -1, 1, 0], 3), _u(4, 2)),

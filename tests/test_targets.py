@@ -54,7 +54,7 @@ EXACT = {
     "GatherNd", "GatherV2", "Identity", "Max", "Maximum", "Min", "Minimum", "MirrorPad", "Neg",
     "OneHot", "OnesLike", "Pack", "Pad", "PadV2", "Relu", "Relu6", "Reshape", "ReverseV2",
     "Round", "Select", "SelectV2", "Sign", "Slice", "Sort", "Split", "SplitV", "Squeeze",
-    "StopGradient", "StridedSlice", "TensorScatterUpdate", "Tile", "Transpose", "Unpack",
+    "StopGradient", "StridedSlice", "TensorScatterUpdate", "TensorStridedSliceUpdate", "Tile", "Transpose", "Unpack",
     "ZerosLike",
 }
 

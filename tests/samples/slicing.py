@@ -252,8 +252,27 @@ def _tensor_scatter_update(draw):
                   lambda f: [expected])
 
 
+@st.composite
+def _strided_slice_update(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
+    a = draw(arrays(dtype, draw(_SHAPES)))
+    key = draw(python_index(a.shape))
+    begin, end, strides, masks = draw(_spec_for(key))
+    value = draw(arrays(dtype, a[key].shape))
+    expected = a.copy()
+    expected[key] = value
+    begin, end, strides = (np.array(v, dtype=np.int64) for v in (begin, end, strides))
+    x, feeds = _maybe_placeholder(draw, a, "x")
+    b, b_feeds = _maybe_placeholder(draw, begin, "begin")
+    feeds.update(b_feeds)
+    return OpCase(lambda: [tf.tensor_strided_slice_update(x(), b(), end, strides, value,
+                                                          **masks)],
+                  feeds, lambda f: [expected])
+
+
 SAMPLES = {
     "Slice": _slice(),
+    "TensorStridedSliceUpdate": _strided_slice_update(),
     "StridedSlice": st.one_of(_strided_slice(), _getitem()),
     "GatherV2": _gather(),
     "GatherNd": _gather_nd(),
