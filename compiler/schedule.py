@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 
 from .core import ir
+from . import dynamic_boxes
 from .box_updates import find_box_update
 from .equal_dims import SizeClasses
 from .gemm_epilogue import find_epilogues
@@ -90,6 +91,8 @@ class Schedule:
     reuse: dict = dataclasses.field(default_factory=dict)  # id(node) -> node whose buffer it takes
     resolved: dict = dataclasses.field(default_factory=dict)  # id -> body, loads resolved
     boxes: dict = dataclasses.field(default_factory=dict)  # id(node) -> {axis: (lo, hi)}
+    # id(node) -> bool Expr: a run-time box update runs in place only where it holds
+    box_guards: dict = dataclasses.field(default_factory=dict)
     epilogues: dict = dataclasses.field(default_factory=dict)  # id(matmul) -> Epilogue
     sizes: SizeClasses | None = None  # sizes the program's checks prove equal
     options: ScheduleOptions = ScheduleOptions()  # the target's requests
@@ -459,20 +462,37 @@ def _donated_for(sched: Schedule, prod, m) -> bool:
             and not any(o is prod for o in sched.program.outputs))
 
 
+def _donated_input(sched: Schedule, prod, m, outputs, taken) -> bool:
+    """Whether box update `m` may write into input `prod`'s array: the caller donated it
+    (a loop variable's array, an argument flowjit.jit writes back: the program's result
+    for it is computed from here on), it is no output itself, and no node took it."""
+    return (prod.kind is NodeKind.INPUT and id(prod) not in taken and id(prod) not in outputs
+            and prod.dtype is m.dtype
+            and any(position == prod.attr[0] for position, _ in sched.program.donated)
+            and sched.sizes.same_shape(tuple(prod.shape), tuple(m.shape)))
+
+
 def _plan_box_update(sched: Schedule, m, readers, group_of, outputs, taken) -> bool:
     """Record `m` as an in-place box update of the buffer it selects from (box_updates.py)
     when that buffer is a temporary no later loop nest reads."""
     found = find_box_update(m, sched.resolved[id(m)])
-    if found is None:
-        return False
+    guard = None
+    if found is None:   # a box known at run time only (dynamic_boxes.py)
+        found = dynamic_boxes.find(m, sched.resolved[id(m)])
+        if found is None:
+            return False
+        found, guard = found[:2], found[2]
     prod, box = found
-    if id(prod) not in group_of or not _can_take_buffer(sched, prod, m, outputs, taken):
+    if not (id(prod) in group_of and _can_take_buffer(sched, prod, m, outputs, taken)
+            or _donated_input(sched, prod, m, outputs, taken)):
         return False
     here = group_of[id(m)]
     if any(r is not m and group_of.get(id(r), here) >= here for r, _ in readers.get(id(prod), [])):
         return False
     sched.reuse[id(m)] = prod
     sched.boxes[id(m)] = box
+    if guard is not None:
+        sched.box_guards[id(m)] = guard
     taken.add(id(prod))
     ranges = ", ".join(f"axis {a}: [{lo}, {'end' if hi is None else hi})"
                        for a, (lo, hi) in sorted(box.items()))

@@ -14,8 +14,8 @@ from __future__ import annotations
 from ...compiler.core import ir
 from ...compiler.core.ir import Combiner, NodeKind, Scalar
 from ...compiler.core.ir_build import identity_value
-from ...compiler.loop_ir import (Accumulate, AccResult, Alloc, Call, IndexOpKind, Int, Let,
-                                 Loop, LoopKind, LoopTag, Source, Store, Var, index_op)
+from ...compiler.loop_ir import (Accumulate, AccResult, Alloc, Call, If, IndexOpKind, Int,
+                                 Let, Loop, LoopKind, LoopTag, Source, Store, Var, index_op)
 from . import row_jam
 
 
@@ -40,19 +40,45 @@ def nest_code(gen, group) -> list:
                 Source(f"({dims})"), Source(f"np.{m.dtype.np_dtype.name}")))))
         else:
             stmts += gen.allocate(m)
+    guard = gen.schedule.box_guards.get(id(group.members[0])) \
+        if len(group.members) == 1 else None
+    if guard is None:
+        return stmts + _nests(gen, group)
+    # a box update known at run time: in place where the guard says no read of the old
+    # array sees a write, else reading a copy of it (compiler/dynamic_boxes.py)
+    em = gen.emitter(())
+    test = em.value(guard)
+    pre = em.take(0)
+    in_place = _nests(gen, group)
+    old = gen.schedule.reuse[id(group.members[0])]
+    snapshot = gen.names.fresh("snap")
+    saved = gen.buffers[id(old)], gen.squeezed.pop(id(old), None)
+    gen.buffers[id(old)] = snapshot
+    try:
+        copied = [Alloc(snapshot, Source(f"{saved[0]}.copy()"))] + _nests(gen, group)
+    finally:
+        gen.buffers[id(old)] = saved[0]
+        if saved[1] is not None:
+            gen.squeezed[id(old)] = saved[1]
+    return stmts + pre + [If(test, tuple(in_place), tuple(copied))]
+
+
+def _nests(gen, group) -> list:
+    """The group's parallel and serial nests under the run-time test of the work."""
+    p = len(group.outer)
     outer = [gen.size(d) for d in group.outer]
     widest = max(group.members, key=lambda m: len(m.shape) + len(m.rshape))
     inner = list(widest.shape[p:]) + list(widest.rshape)
     sizes = outer + [gen.size(d) for d in inner]
     work = index_op(IndexOpKind.MUL, *sizes) if len(sizes) > 1 else (sizes or [Int(1)])[0]
     if not outer:
-        return stmts + nest(gen, group, outer, parallel=False)
+        return nest(gen, group, outer, parallel=False)
     # rows of a reduction over a run-time extent (a matrix-vector product): their
     # work grows with the product of two run-time sizes
     rows_of_sums = widest.kind is NodeKind.REDUCE and \
         any(not ir.is_const(d) for d in widest.rshape) and \
         any(not ir.is_const(d) for d in group.outer)
-    return stmts + gen.branch(list(group.outer) + inner, work,
+    return gen.branch(list(group.outer) + inner, work,
                               lambda: nest(gen, group, outer, parallel=True),
                               lambda: nest(gen, group, outer, parallel=False),
                               rows_of_sums)
@@ -79,7 +105,7 @@ def nest(gen, group, outer, parallel: bool) -> list:
     body = list(gen.row_allocs) + member_stmts
     for k in reversed(range(p)):
         kind = LoopKind.PARALLEL if (parallel and k == 0) else LoopKind.SERIAL
-        start, stop = _bounds(box.get(k), outer[k])
+        start, stop = _bounds(gen, box.get(k), outer[k], hoisted.setdefault(0, []))
         tags = frozenset({LoopTag.ROWS_OF_REDUCTIONS}) if jam and k == p - 1 else frozenset()
         body = [Loop(kind, f"i{k}", start, stop, tuple(hoisted.get(k + 1, []) + body), tags)]
     return (list(hoisted.get(0, [])) if p else []) + body
@@ -150,7 +176,7 @@ def member_code(gen, m, p: int, names: dict, hoisted: dict) -> list:
     loops = []
     for k, d in enumerate(extents):
         var = f"i{p + k}" if m.kind is NodeKind.COMPUTE else f"r{k}"
-        start, stop = _bounds(box.get(p + k), gen.size(d))
+        start, stop = _bounds(gen, box.get(p + k), gen.size(d), out)
         loops.append((var, start, stop, em.take(p + k + 1)))
     for key in [k for k, v in names.items() if v[1] > p]:
         del names[key]  # inner-loop temporaries go out of scope
@@ -186,10 +212,20 @@ def store(gen, m, p: int, value):
     return _store_at(gen, m, p, idx, value)
 
 
-def _bounds(box_range, extent) -> tuple:
-    """(start, stop) of a loop over `extent`, restricted to an in-place update's box."""
+def _bounds(gen, box_range, extent, before: list) -> tuple:
+    """(start, stop) of a loop over `extent`, restricted to an in-place update's box; the
+    statements computing bounds known at run time only (expressions) go to `before`."""
     if box_range is None:
         return Int(0), extent
-    lo, hi = box_range
-    stop = extent if hi is None else index_op(IndexOpKind.MIN, Int(hi), extent)
-    return Int(lo), stop
+    lo, hi = (_bound(gen, b, before) for b in box_range)
+    stop = extent if hi is None else index_op(IndexOpKind.MIN, hi, extent)
+    return lo, stop
+
+
+def _bound(gen, b, before: list):
+    if b is None or isinstance(b, int):
+        return b if b is None else Int(b)
+    em = gen.emitter(())
+    value = em.value(b)
+    before.extend(em.take(0))
+    return value
