@@ -51,7 +51,7 @@ def test_deep_expression_through_every_stage():
     for _, fn in pipeline.PASSES:
         program = fn(program)
     schedule = make_schedule(program, cpu_target.SCHEDULE_OPTIONS)
-    assert pipeline.kernel_operations(schedule) == CHAIN
+    assert pipeline.kernel_operations(schedule) == CHAIN + 1   # the additions and the load
     text = fingerprint.ir_fingerprint(program)
     assert text.count("\n") > CHAIN
     assert cpu_target.cache_key(program, None) == cpu_target.cache_key(program, None)
@@ -62,7 +62,7 @@ def test_deep_expression_through_every_stage():
 
 
 def test_node_chain_through_every_stage_then_refused():
-    depth = 20_000
+    depth = 10_000
     program = _chain_program(depth, nodes=True)
     stages = pipeline.Stages()
     optimized = pipeline.optimize(program, stages)
