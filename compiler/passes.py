@@ -24,20 +24,24 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
         hit = expr_memo.get(id(e))
         if hit is not None:
             return hit
-        if e.op is Scalar.LOAD:
-            node = new_node(e.attr)
-            args = tuple(rw(a) for a in e.args)
-            out = ir.load(node, args)
-        elif e.args:
-            args = tuple(rw(a) for a in e.args)
-            out = ir.make(e.op, e.dtype, args, e.attr)
-        else:
-            out = e
-        out = expr_fn(out)
-        expr_memo[id(e)] = out
-        return out
+        # bottom-up without recursing (docs/architecture.md, "The path of a computation"):
+        # a fused chain of a million operations is one expression this deep
+        for x in ir.postorder(e, known=expr_memo):
+            if x.op is Scalar.LOAD:
+                node = new_node(x.attr)
+                out = ir.load(node, tuple([expr_memo[id(a)] for a in x.args]))
+            elif x.args:
+                out = ir.make(x.op, x.dtype, tuple([expr_memo[id(a)] for a in x.args]),
+                              x.attr)
+            else:
+                out = x
+            expr_memo[id(x)] = expr_fn(out)
+        return expr_memo[id(e)]
 
     def new_node(n):
+        # the nodes are rebuilt in program order, producers first (below), so a node's
+        # producers (its inputs, the nodes its loads read) are always found here: no
+        # recursion from node to node
         hit = node_map.get(id(n))
         if hit is not None:
             return hit
@@ -159,11 +163,15 @@ def _fold(e):
 
 
 def _fold_tree(e):
-    """`e` folded and simplified bottom-up."""
-    if not e.args or e.op is Scalar.LOAD:
-        return e
-    args = tuple(_fold_tree(a) for a in e.args)
-    return _simplify(_fold(ir.make(e.op, e.dtype, args, e.attr)))
+    """`e` folded and simplified bottom-up (loads are left as they are)."""
+    memo: dict = {}
+    for x in ir.postorder(e, descend=lambda y: y.op is not Scalar.LOAD):
+        if not x.args or x.op is Scalar.LOAD:
+            memo[id(x)] = x
+        else:
+            args = tuple([memo[id(a)] for a in x.args])
+            memo[id(x)] = _simplify(_fold(ir.make(x.op, x.dtype, args, x.attr)))
+    return memo[id(e)]
 
 
 def constant_fold(program: ir.Program) -> ir.Program:

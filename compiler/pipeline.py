@@ -28,6 +28,16 @@ from .schedule import make_schedule
 from .signature import signature_of
 from .tiers import Tier
 
+# The largest cluster (graph ops) and kernel (scalar operations, loop nests) handed to a
+# target's compiler: numba's compile time grows faster than the source (measured: one loop
+# nest of 900 operations compiled in 28 s, of 1500 in 41 s; 27 small nests in 18 s, 66 in
+# over a minute), and lowering and the passes cost about a millisecond per op.  Larger ones
+# raise NotLowerable up front, so a Session runs them with reference kernels and `jit` as
+# plain Python, with the reason logged.
+MAX_CLUSTER_OPS = 20_000
+MAX_KERNEL_OPERATIONS = 5_000
+MAX_LOOP_NESTS = 128
+
 PASSES = (
     ("constant_fold", passes.constant_fold),
     ("simplify", passes.simplify),
@@ -120,6 +130,7 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
         raise NotLowerable(f"the {target.kind.value} target cannot run this cluster: {missing}")
     schedule = make_schedule(program, target.schedule_options)
     stages.add("schedule", schedule_text(schedule))
+    _check_size(schedule, target)
     if cached_only:   # `tier` may be several: the first the target has
         for one in (tier if isinstance(tier, tuple) else (tier,)):
             compiled = target.lookup(program, schedule, signature_of(program), tier=one)
@@ -135,6 +146,24 @@ def compile_program(program, constants=(), stages: Stages | None = None, *, targ
     stages.add("source", compiled.source)
     return CompiledCluster(compiled.kernel, compiled.source, list(constants), stages, schedule,
                            target.kind, dict(compiled.metadata))
+
+
+def _check_size(schedule, target) -> None:
+    """NotLowerable for a kernel too large to hand to the target's compiler (see
+    MAX_KERNEL_OPERATIONS)."""
+    size, nests = kernel_operations(schedule), len(schedule.groups)
+    if size > MAX_KERNEL_OPERATIONS or nests > MAX_LOOP_NESTS:
+        raise NotLowerable(f"the kernel would have {size} scalar operations in {nests} loop "
+                           f"nests, more than the {MAX_KERNEL_OPERATIONS} operations or "
+                           f"{MAX_LOOP_NESTS} nests the {target.kind.value} target is asked "
+                           "to compile (its compile time grows faster than the kernel)")
+
+
+def kernel_operations(schedule) -> int:
+    """The scalar operations in a schedule's loop nests (each distinct one per materialized
+    node's resolved body): about the statements a target renders."""
+    return sum(sum(1 for e in ir.walk(body) if e.args)
+               for body in schedule.resolved.values() if body is not None)
 
 
 def drop_unused_constants(program, constants: list):
@@ -160,6 +189,9 @@ def compile_cluster(ops, input_tensors, input_specs, output_tensors, graph_text:
     `cached_only`: None unless the target has the kernel without compiling).
     `donated`: (input position, output index) pairs whose input arrays the caller lets the
     kernel overwrite with that output (ir.Program.donated)."""
+    if len(ops) > MAX_CLUSTER_OPS:   # refused before lowering (see MAX_CLUSTER_OPS)
+        raise NotLowerable(f"the cluster has {len(ops)} ops, more than the "
+                           f"{MAX_CLUSTER_OPS} compiled as one kernel")
     stages = Stages()
     if graph_text:
         stages.add("graph", graph_text)

@@ -207,27 +207,40 @@ def resolve(expr, inline: set, nodes_by_id: dict):
     simplified again (a producer's axis read at a constant index makes `0 == 0`)."""
     from .passes import fold_and_simplify
 
-    memo: dict = {}
-
-    def go(e):
-        m = memo.get(id(e))
-        if m is not None:
-            return m[1]
+    memo: dict = {}   # id -> (expr, resolved): holding the expr, a freed temporary's id
+    # would be reused (a substituted body is one)
+    # an explicit stack, not recursion (docs/architecture.md, "The path of a computation"):
+    # a chain of fused nodes resolves to one expression as deep as the chain
+    stack = [(expr, None)]
+    while stack:
+        e, body = stack[-1]
+        if id(e) in memo:
+            stack.pop()
+            continue
+        pending = [a for a in e.args if id(a) not in memo]
+        if pending:   # the arguments (a load's indices) first, left to right
+            stack.extend((a, None) for a in reversed(pending))
+            continue
         if e.op is Scalar.LOAD and id(e.attr) in inline:
-            producer = e.attr
-            idx = [go(a) for a in e.args]
-            body = ir.substitute(producer.body, {id(v): i for v, i in zip(producer.axes, idx)})
-            out = go(body)
+            if body is None:   # the producer's body at these indices, then resolved
+                producer = e.attr
+                idx = [memo[id(a)][1] for a in e.args]
+                body = ir.substitute(producer.body,
+                                     {id(v): i for v, i in zip(producer.axes, idx)})
+                stack[-1] = (e, body)
+            if id(body) not in memo:
+                stack.append((body, None))
+                continue
+            out = memo[id(body)][1]
         elif e.args:
-            args = tuple(go(a) for a in e.args)
+            args = tuple([memo[id(a)][1] for a in e.args])
             out = fold_and_simplify(e if all(a is b for a, b in zip(args, e.args)) else
                                     ir.make(e.op, e.dtype, args, e.attr))
         else:
             out = e
-        memo[id(e)] = (e, out)  # holding e: a freed temporary's id would be reused
-        return out
-
-    return go(expr)
+        stack.pop()
+        memo[id(e)] = (e, out)
+    return memo[id(expr)][1]
 
 
 def _outer_space(node: Node) -> tuple:

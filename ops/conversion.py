@@ -192,13 +192,54 @@ def static_value(tensor: Tensor):
     `reshape(x, [2, -1])` and `reshape(x, shape(y))` both get static shapes).  Values of
     feedable sources (placeholders) are never assumed.
     """
-    op = tensor.op
-    cache = op.__dict__.setdefault("_static_values", {})
+    cache = tensor.op.__dict__.setdefault("_static_values", {})
     if tensor.value_index in cache:
         return cache[tensor.value_index]
-    result = _compute_static(op, tensor.value_index)
-    cache[tensor.value_index] = result
-    return result
+    # the inputs' values first, from an explicit stack, not by recursion (docs/
+    # architecture.md, "The path of a computation"): a chain of a million constant ops
+    # must not exhaust Python's stack; inputs are looked at in order, as far as needed
+    stack, active = [tensor], {id(tensor)}
+    while stack:
+        t = stack[-1]
+        cache = t.op.__dict__.setdefault("_static_values", {})
+        if t.value_index in cache:
+            stack.pop()
+            active.discard(id(t))
+            continue
+        missing = _missing_input(t.op)
+        if missing is not None and id(missing) not in active:
+            stack.append(missing)
+            active.add(id(missing))
+            continue
+        # (an input on the stack already: a loop's back edge, never a known value)
+        cache[t.value_index] = None if missing is not None else \
+            _compute_static(t.op, t.value_index)
+        stack.pop()
+        active.discard(id(t))
+    return tensor.op.__dict__["_static_values"][tensor.value_index]
+
+
+def _static_inputs(op: Operation) -> bool:
+    """Whether `op`'s value may be known from its inputs' values (stateless, no control
+    inputs, not a runtime value)."""
+    op_def = op.op_def
+    return not (Trait.STATEFUL in op_def.traits or Trait.RUNTIME_VALUE in op_def.traits
+                or op.control_inputs or Trait.SHAPE_ONLY in op_def.traits)
+
+
+def _missing_input(op: Operation):
+    """The first input of `op` whose static value `_compute_static` needs and that is not
+    known yet (None: none), stopping where `_compute_static` would stop."""
+    if not _static_inputs(op):
+        return None
+    for t in op.inputs:
+        cache = t.op.__dict__.get("_static_values")
+        if cache is None or t.value_index not in cache:
+            return t
+        v = cache[t.value_index]
+        if v is None or getattr(v, "size", 0) > _STATIC_LIMIT:
+            return None
+    return None
 
 
 _ROUTING = frozenset({"Enter", "Merge", "Switch", "Exit", "NextIteration", "LoopCond"})
@@ -221,7 +262,7 @@ def _compute_static(op: Operation, index: int):
     else:
         inputs = []
         for t in op.inputs:
-            v = static_value(t)
+            v = static_value(t)   # known already (static_value computed inputs first)
             if v is None or getattr(v, "size", 0) > _STATIC_LIMIT:
                 return None
             inputs.append(v)

@@ -35,7 +35,7 @@ from ..compiler.core.ir import NodeKind
 from ..compiler.lowering import NotLowerable
 from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
 from .jit_errors import (TOO_DEEP, InvalidIndexError, InvalidValueError,  # noqa: F401
-                         as_numpy_error)
+                         as_numpy_error, failure_reason, internal_failure)
 from ..compiler.pipeline import Stages, compile_cluster
 from ..compiler.autograph import converted
 from ..compiler.tracing import has_control_flow, live_ops, rebuild, signature_of, trace
@@ -52,6 +52,7 @@ _SEEN_LIMIT = 256  # remembered argument layouts per function (then the memo sta
 # timed calls of each kind before a new signature's kernel is kept (FLOWJIT_JIT_MEASURE_RUNS)
 MEASURE_RUNS = int(os.environ.get("FLOWJIT_JIT_MEASURE_RUNS", "3") or 3)
 SLOWER_MARGIN = 1.1  # a kernel slower than this times plain NumPy is dropped
+STRICT = False  # tests: flowjit's own failures while tracing or compiling raise (no fallback)
 
 
 def graph_text(graph, ops=None) -> str:
@@ -458,8 +459,12 @@ class JitFunction:
         try:
             try:
                 tr, key = self._trace(key, args, kwargs)
-            except RecursionError:
-                raise GraphBreak(TOO_DEEP) from None
+            except GraphBreak:
+                raise
+            except Exception as e:  # noqa: BLE001 - flowjit's own failure: plain Python
+                if STRICT or not internal_failure(e, tracing=True):
+                    raise
+                raise GraphBreak(failure_reason(e, "tracing")) from None
         except GraphBreak as e:
             if not self.fallback:
                 raise UnimplementedError(None, None, f"flowjit.jit cannot trace "
@@ -485,9 +490,11 @@ class JitFunction:
             if runs > 0 and tr.numpy_code and \
                     jit_options(ConfigProto()).policy is not JitPolicy.ALWAYS:
                 entry = _Trial(self, key, entry, runs)
-        except (NotLowerable, RecursionError) as e:
-            if isinstance(e, RecursionError):
-                e = TOO_DEEP
+        except Exception as e:  # noqa: BLE001 - flowjit's own failure: not compiled
+            if not isinstance(e, NotLowerable):
+                if STRICT or not internal_failure(e, tracing=False):
+                    raise
+                e = failure_reason(e, "compiling")
             if tr.numpy_code and not control_flow:   # the plain function is NumPy itself:
                 # faster than the reference kernels run op by op, and the same semantics;
                 # graph loops and conds run in the Session (loops of compiled clusters)

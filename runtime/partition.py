@@ -88,8 +88,16 @@ def partition(ops, fed, max_ops: int = 0, updates: bool = True,
         return False
 
     def merge(a, b):
+        # the group with fewer edges moves into the other (union by size): moving a group
+        # that feeds every later op (a shared constant's) into each next op was quadratic
+        if len(succ[a]) + len(pred[a]) > len(succ[b]) + len(pred[b]):
+            a, b = b, a
         rep[a] = b
-        members[b].extend(members.pop(a))
+        moved, kept = members.pop(a), members[b]
+        if len(moved) > len(kept):
+            moved, kept = kept, moved
+        kept.extend(moved)
+        members[b] = kept
         for s in succ[a]:
             pred[s].discard(a)
             if s != b:
@@ -115,4 +123,7 @@ def partition(ops, fed, max_ops: int = 0, updates: bool = True,
                 continue
             if not other_path(a, b, v):
                 merge(a, b)
-    return [[ops[i] for i in sorted(group)] for r, group in sorted(members.items()) if ok[r]]
+    # in the order of each group's last op (the sweep's order: one group per swept op)
+    groups = sorted((sorted(group) for r, group in members.items() if ok[r]),
+                    key=lambda g: g[-1])
+    return [[ops[i] for i in group] for group in groups]

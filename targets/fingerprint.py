@@ -14,7 +14,7 @@ import hashlib
 
 import numpy as np
 
-from ..compiler.core.ir import Node, Program, WhileSpec
+from ..compiler.core.ir import Node, Program, WhileSpec, postorder
 
 
 def _attr_text(value, node_ix: dict) -> str:
@@ -54,10 +54,13 @@ def ir_fingerprint(program: Program) -> str:
         hit = exprs.get(id(e))
         if hit is not None:
             return hit
-        args = [ex(a) for a in e.args]
-        attr = _attr_text(e.attr, node_ix)
-        lines.append(f"e{len(exprs)} {e.op.value} {e.dtype.name} {args} {attr}")
-        exprs[id(e)] = len(exprs)
+        # numbered in the order a recursive walk finishes them, without recursing
+        # (docs/architecture.md, "The path of a computation"): the key must not change
+        for x in postorder(e, known=exprs):
+            args = [exprs[id(a)] for a in x.args]
+            attr = _attr_text(x.attr, node_ix)
+            lines.append(f"e{len(exprs)} {x.op.value} {x.dtype.name} {args} {attr}")
+            exprs[id(x)] = len(exprs)
         return exprs[id(e)]
 
     for k, n in enumerate(nodes):

@@ -388,27 +388,45 @@ def walk(expr: Expr):
                     stack.append((a, False))
 
 
+def postorder(expr: Expr, known=None, descend=None) -> list:
+    """Every distinct sub-expression of `expr`, children before parents and arguments left to
+    right: the order in which a recursive walk would finish them, without recursing (a chain
+    of a million operations must not exhaust Python's stack: docs/architecture.md, "The path
+    of a computation").  Sub-expressions whose id is in `known` are left out, and so is what
+    lies only below them; `descend(e)` False keeps `e` but not its arguments."""
+    order, seen = [], set()
+    stack = [(expr, False)]
+    while stack:
+        e, finished = stack.pop()
+        if finished:
+            order.append(e)
+            continue
+        if id(e) in seen or (known is not None and id(e) in known):
+            continue
+        seen.add(id(e))
+        stack.append((e, True))
+        if descend is None or descend(e):
+            for a in reversed(e.args):
+                if id(a) not in seen:
+                    stack.append((a, False))
+    return order
+
+
 def substitute(expr: Expr, mapping: dict) -> Expr:
     """`expr` with sub-expressions replaced per `mapping` (keyed by id of Expr)."""
     memo: dict = {}
-
-    def go(e):
+    for e in postorder(expr, descend=lambda x: id(x) not in mapping):
         r = mapping.get(id(e))
         if r is not None:
-            return r
-        m = memo.get(id(e))
-        if m is not None:
-            return m
-        if not e.args:
+            out = r
+        elif not e.args:
             out = e
         else:
-            new_args = tuple(go(a) for a in e.args)
+            new_args = tuple([memo[id(a)] for a in e.args])
             out = e if all(x is y for x, y in zip(new_args, e.args)) else \
                 make(e.op, e.dtype, new_args, e.attr)
         memo[id(e)] = out
-        return out
-
-    return go(expr)
+    return memo[id(expr)]
 
 
 class Program:

@@ -16,22 +16,44 @@ _INFIX = {Scalar.ADD: "+", Scalar.SUB: "-", Scalar.MUL: "*", Scalar.DIV: "/",
 
 def expr_text(e) -> str:
     """One-line text of an Expr."""
+    # written part by part from an explicit stack, not by recursion (docs/architecture.md,
+    # "The path of a computation"): expressions may be a million operations deep, and
+    # nested f-strings would also copy the text once per level
+    parts: list = []
+    stack = [e]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        head, args, sep, tail = _pieces(item)
+        parts.append(head)
+        stack.append(tail)
+        for k in range(len(args) - 1, -1, -1):
+            stack.append(args[k])
+            if k:
+                stack.append(sep)
+    return "".join(parts)
+
+
+def _pieces(e) -> tuple:
+    """(text before the arguments, the arguments, the text between two, the text after)."""
     op = e.op
     if op is Scalar.CONST:
-        return repr(e.attr) if e.dtype.name in ("int64", "float64", "bool") else \
-            f"{e.attr!r}:{e.dtype.name}"
+        return (repr(e.attr) if e.dtype.name in ("int64", "float64", "bool") else
+                f"{e.attr!r}:{e.dtype.name}"), (), "", ""
     if op is Scalar.VAR:
         kind, k = e.attr
-        return f"{'i' if kind == 'a' else 'r'}{k}"
+        return f"{'i' if kind == 'a' else 'r'}{k}", (), "", ""
     if op is Scalar.DIM:
-        return f"in{e.attr[0]}.shape[{e.attr[1]}]"
+        return f"in{e.attr[0]}.shape[{e.attr[1]}]", (), "", ""
     if op is Scalar.LOAD:
-        return f"{e.attr.name}[{', '.join(expr_text(a) for a in e.args)}]"
+        return f"{e.attr.name}[", e.args, ", ", "]"
     if op in _INFIX:
-        return f"({expr_text(e.args[0])} {_INFIX[op]} {expr_text(e.args[1])})"
+        return "(", e.args[:2], f" {_INFIX[op]} ", ")"
     if op is Scalar.CAST:
-        return f"{e.dtype.name}({expr_text(e.args[0])})"
-    return f"{op.value}({', '.join(expr_text(a) for a in e.args)})"
+        return f"{e.dtype.name}(", e.args[:1], "", ")"
+    return f"{op.value}(", e.args, ", ", ")"
 
 
 def node_text(n: Node) -> str:

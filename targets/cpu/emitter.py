@@ -10,7 +10,7 @@ that the renderer prints through scalar_code.render.
 
 from __future__ import annotations
 
-from ...compiler.core.ir import Scalar
+from ...compiler.core.ir import Scalar, postorder
 from ...compiler.loop_ir import Call, Dim, ExprKind, Let, ScalarOp, Var
 
 _VAR_PREFIX = {"a": "i", "r": "r", "u": "u", "b": "b"}
@@ -50,25 +50,47 @@ class Emitter:
         hit = self.names.get(id(e))
         if hit is not None:
             return hit[1]
-        if e.op is Scalar.VAR:
-            return self.levels.get(id(e), 0)
-        return max((self.level_of(a) for a in e.args), default=0)
+        levels: dict = {}
+        for x in postorder(e, known=self.names):   # no recursion (see `value`)
+            if x.op is Scalar.VAR:
+                levels[id(x)] = self.levels.get(id(x), 0)
+            else:
+                levels[id(x)] = max((levels[id(a)] if id(a) in levels else
+                                     self.names[id(a)][1] for a in x.args), default=0)
+        return levels[id(e)]
 
     def value(self, e):
         """The loop-IR expression (usually a variable) computing `e`."""
         hit = self.names.get(id(e))
         if hit is not None:
             return Var(hit[0])
+        # named in the order a recursive walk would name them, without recursing
+        # (docs/architecture.md, "The path of a computation": a fused chain is one
+        # expression as deep as the chain)
+        leaves: dict = {}
+        for x in postorder(e, known=self.names):
+            if not x.args and x.op is not Scalar.LOAD:
+                leaves[id(x)] = self._leaf(x)
+            else:
+                self._name(x, [leaves[id(a)] if id(a) in leaves else Var(self.names[id(a)][0])
+                               for a in x.args])
+        hit = self.names.get(id(e))
+        return Var(hit[0]) if hit is not None else leaves[id(e)]
+
+    def _leaf(self, e):
+        """The loop-IR value of a constant, loop variable or runtime size."""
         op = e.op
         if op is Scalar.CONST:
             return Var(self.gen.constant(e.attr, e.dtype))
         if op is Scalar.VAR:
             kind, k = e.attr
             return Var(f"{_VAR_PREFIX[kind]}{k}")
-        if op is Scalar.DIM:
-            position, axis = e.attr
-            return Dim(f"in{position}", axis)
-        args = [self.value(a) for a in e.args]
+        position, axis = e.attr
+        return Dim(f"in{position}", axis)
+
+    def _name(self, e, args):
+        """A `Let` computing `e` from its arguments' values `args`, at its level."""
+        op = e.op
         if op is Scalar.LOAD:
             if self.unsigned_index:
                 args = [unsigned(a) for a in args]
@@ -80,7 +102,6 @@ class Emitter:
         self.stmts.setdefault(level, []).append(Let(name, computed))
         self.names[id(e)] = (name, level)
         self._named.append(e)
-        return Var(name)
 
     def take(self, level: int) -> list:
         return self.stmts.pop(level, [])

@@ -85,6 +85,14 @@ class _Scope:
         hit = self.memo.get(id(e))
         if hit is not None:
             return hit
+        # operands first, without recursing (docs/architecture.md, "The path of a
+        # computation"): a body may be a chain of a million operations
+        for x in ir.postorder(e, known=self.memo):
+            self.memo[id(x)] = self._value(x)
+        return self.memo[id(e)]
+
+    def _value(self, e: ir.Expr) -> np.ndarray:
+        """The value of `e`, whose operands are evaluated (in `memo`)."""
         op = e.op
         if op is Scalar.CONST:
             out = np.asarray(e.attr, dtype=np_dtype(e.dtype))
@@ -98,8 +106,7 @@ class _Scope:
         elif op is Scalar.LOAD:
             out = self._load(e)
         else:
-            out = scalars.apply(op, e.dtype, [self.eval(a) for a in e.args])
-        self.memo[id(e)] = out
+            out = scalars.apply(op, e.dtype, [self.memo[id(a)] for a in e.args])
         return out
 
     def _load(self, e: ir.Expr) -> np.ndarray:
