@@ -132,17 +132,15 @@ def _go_fast_plain(a):
 
 @pytest.mark.parametrize("n", [100, 2000])
 def test_go_fast(n, caplog):
-    """numba's five-minute guide: at 2000 the unrolled trace is too large to compile (the
-    function runs as plain Python, with the reason logged), at 100 it compiles."""
+    """numba's five-minute guide: the loop stays a loop (compiler/autograph.py), so at
+    2000 iterations as at 100 it compiles into one kernel of the same size."""
     go_fast = flowjit.jit(_go_fast_plain)
     a = np.arange(n * n, dtype=np.float64).reshape(n, n) / (n * n)
     with caplog.at_level(logging.INFO, logger="flowjit.jit"):
         np.testing.assert_allclose(go_fast(a), _go_fast_plain(a), rtol=1e-12)
     lowered = go_fast.lower(a)
-    assert lowered.compiled is (n == 100)
-    if n == 2000:
-        assert "scalar operations" in lowered.stage("not compiled")
-        assert sum("not compiled" in r.getMessage() for r in caplog.records) == 1
+    assert lowered.compiled and "while go" in lowered.source
+    assert not [r for r in caplog.records if "not compiled" in r.getMessage()]
 
 
 def _covariance(x):
@@ -156,15 +154,16 @@ def _covariance(x):
 
 
 def test_covariance_of_slice_assignments(caplog):
-    """400 slice assignments: 402 loop nests, more than numba is asked to compile (a
-    minute and more): plain Python, with the reason logged once."""
+    """400 slice assignments in two nested loops: the loops stay loops and compile into
+    one kernel (unrolled, they were 402 loop nests: more than numba is asked to compile,
+    which `test_node_chain_through_every_stage_then_refused` covers), no warning."""
     x = np.random.RandomState(0).rand(100, 20)
     cov = flowjit.jit(_covariance)
     with caplog.at_level(logging.WARNING, logger="flowjit.jit"):
         np.testing.assert_allclose(cov(x), np.cov(x, rowvar=False), rtol=1e-10)
         np.testing.assert_allclose(cov(x), _covariance(x), rtol=1e-12)
-    reasons = [r.getMessage() for r in caplog.records]
-    assert len(reasons) == 1 and "loop nests" in reasons[0], reasons
+    assert not [r.getMessage() for r in caplog.records]
+    assert cov.lower(x).compiled
 
 
 def test_internal_failures_fall_back_with_one_reason(monkeypatch, caplog):
