@@ -20,6 +20,7 @@ nest_code.py), which is right either way.
 
 from __future__ import annotations
 
+from .box_updates import _FLIP, _strip_bool_select
 from .core import ir
 from .core.ir import Scalar
 
@@ -97,22 +98,14 @@ def _axis_of(atom):
     return None
 
 
-def _strip(c):
-    while (c.op is Scalar.SELECT and ir.is_const(c.args[1], True)
-           and ir.is_const(c.args[2], False)):
-        c = c.args[0]
-    return c
-
-
 _LOWER = {Scalar.GE: 0, Scalar.GT: 1}
 _UPPER = {Scalar.LT: 0, Scalar.LE: 1}
-_FLIP = {Scalar.GE: Scalar.LE, Scalar.GT: Scalar.LT, Scalar.LE: Scalar.GE, Scalar.LT: Scalar.GT}
 
 
 def box_of(cond) -> dict | None:
     """{axis: (lo, hi)} (int64 expressions free of loop variables; hi may be None) when
     `cond` holds exactly for lo <= index < hi on those axes, else None."""
-    cond = _strip(cond)
+    cond = _strip_bool_select(cond)
     if cond.op is Scalar.AND:
         box: dict = {}
         for part in cond.args:

@@ -29,7 +29,7 @@ from . import lower_index as lx
 from .builder import graph_for, make_op, to_tensor
 from .lower_util import require_real
 from .registry import OpDef
-from .slice_spec import NEW_AXIS, dense_spec, dim_bounds, dim_bounds_expr
+from .slice_spec import NEW_AXIS, dense_spec, dim_bounds_expr
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
@@ -43,23 +43,13 @@ def _infer(op):
 
 
 def _kernel(ctx, inputs, attrs):
-    x, begin, end, strides, value = inputs
-    masks = {k: attrs[k] for k in _MASKS}
-    try:
-        dims, layout = dense_spec(x.ndim, [int(v) for v in begin], [int(v) for v in end],
-                                  [int(v) for v in strides], **masks)
-        bounds = [dim_bounds(d, spec, i) for i, (d, spec) in enumerate(zip(x.shape, dims))]
-    except ValueError as e:
-        raise slicing_ops._runtime_error(ctx, e) from None
-    index = []
-    for b, e, s, size in bounds:
-        index.append(slice(0, 0) if size == 0 else slice(b, e if e >= 0 else None, s))
-    shape = [1 if entry is NEW_AXIS else bounds[entry][3] for entry in layout]
+    x, value = inputs[0], inputs[4]
+    key, shape = slicing_ops.slice_key(ctx, *inputs[:4], attrs)
     if tuple(value.shape) != tuple(shape):
         raise slicing_ops._runtime_error(ctx, f"value has shape {value.shape}, but the slice "
                                               f"has shape {tuple(shape)}")
     out = np.array(x, copy=True)
-    out[tuple(index)] = value.reshape(x[tuple(index)].shape)
+    out[key] = value.reshape(x[key].shape)
     return [out]
 
 

@@ -232,8 +232,10 @@ def _strided_slice_infer(op):
     return [(x.dtype, TensorShape(output_dims(x.shape.dims, *values, masks)))]
 
 
-def _strided_slice_kernel(ctx, inputs, attrs):
-    x, begin, end, strides = inputs
+def slice_key(ctx, x, begin, end, strides, attrs) -> tuple:
+    """(NumPy key, output shape) of a strided slice of array `x` with these begin, end and
+    strides arrays and attrs' masks (InvalidArgumentError naming the op if invalid); also
+    TensorStridedSliceUpdate's (slice_update_ops.py)."""
     if not begin.ndim == end.ndim == strides.ndim == 1 or not (
             begin.size == end.size == strides.size):
         raise _runtime_error(ctx, f"Expected begin, end and strides to be 1-D tensors of equal "
@@ -253,7 +255,13 @@ def _strided_slice_kernel(ctx, inputs, attrs):
         else:  # end -1 with a negative stride means "through element 0"
             index.append(_py_slice(b, e if e >= 0 else None, s))
     shape = [1 if entry is NEW_AXIS else bounds[entry][3] for entry in layout]
-    return [np.array(x[tuple(index)].reshape(shape), copy=True)]
+    return tuple(index), shape
+
+
+def _strided_slice_kernel(ctx, inputs, attrs):
+    x = inputs[0]
+    key, shape = slice_key(ctx, *inputs, attrs)
+    return [np.array(x[key].reshape(shape), copy=True)]
 
 
 def _lower_strided_slice(ctx, op, inputs):
