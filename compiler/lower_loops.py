@@ -50,7 +50,7 @@ def lower_ops(ctx, ops, level=None) -> None:
             _lower_plain(ctx, op)
             continue
         members = list(loop.all_ops)
-        missing = [m for m in _needed(loop) if m not in present]
+        missing = [m for m in _needed(loop, present) if m not in present]
         if missing:   # (ops nothing in the loop reads may be pruned: an unread Exit)
             raise NotLowerable(f"the cluster holds part of while loop {loop.frame_name} only "
                                f"(not {missing[0].name})")
@@ -72,10 +72,12 @@ def _upstream(ops, pool: set) -> list:
     return list(seen)
 
 
-def _needed(loop) -> list:
-    """The loop's ops its condition and next values depend on (its routing included)."""
+def _needed(loop, present) -> list:
+    """The loop's ops its condition and the next values of the loop variables the cluster
+    keeps depend on (their routing included)."""
     members = loop.all_ops
-    stack = [t.op for t in loop.nexts] + [t.op for t in loop.merges]
+    kept = [k for k, m in enumerate(loop.merges) if m.op in present]
+    stack = [loop.nexts[k].op for k in kept] + [loop.merges[k].op for k in kept]
     stack += [op for op in members if op.type == "LoopCond" and op._cf_context is loop]
     seen: dict = {}
     while stack:
@@ -158,10 +160,16 @@ def lower_while(ctx, loop, present=None) -> None:
     """Lower every op of while loop `loop` into ONE WHILE node of `ctx` (module docstring)."""
     from .lowering import LowerContext   # lowering.py imports this module
 
-    n = len(loop.merges)
-    inits = [ctx.node_of(e.op.inputs[0]) for e in loop.enters]
-    specs = [(m.dtype, _static_shape(x)) for m, x in zip(loop.merges, inits)]
-    sub = LowerContext(loop.merges, specs, parent=ctx)
+    # the loop variables the cluster keeps (one nothing reads, cond and body included, may
+    # have been pruned with its ops)
+    keep = [k for k, m in enumerate(loop.merges) if present is None or m.op in present]
+    merges_kept = [loop.merges[k] for k in keep]
+    exits = [loop.exits[k] for k in keep]
+    next_values = [loop.nexts[k] for k in keep]
+    n = len(keep)
+    inits = [ctx.node_of(loop.enters[k].op.inputs[0]) for k in keep]
+    specs = [(m.dtype, _static_shape(x)) for m, x in zip(merges_kept, inits)]
+    sub = LowerContext(merges_kept, specs, parent=ctx)
     own = sorted(loop.all_ops, key=lambda op: op._id)
     merges = set(loop.merges)
     loop_cond = next(op for op in own if op._cf_context is loop and op.type == "LoopCond")
@@ -170,10 +178,11 @@ def lower_while(ctx, loop, present=None) -> None:
     for op in own:
         if op.type == "Switch" and op.inputs[0] in merges:
             routing.add(op)
-            sub.nodes[op.outputs[1]] = sub.nodes[op.inputs[0]]
+            if op.inputs[0] in sub.nodes:
+                sub.nodes[op.outputs[1]] = sub.nodes[op.inputs[0]]
         elif op.type == "Enter" and op.get_attr("frame_name") == loop.frame_name:
             routing.add(op)
-            if op.get_attr("is_constant"):
+            if op.get_attr("is_constant") and (present is None or op in present):
                 sub.capture(op.outputs[0], ctx.node_of(op.inputs[0]))
     inside = [op for op in own if op not in routing and (present is None or op in present)]
     # the condition's ops first: the checks they add hold for the condition's program, the
@@ -184,7 +193,7 @@ def lower_while(ctx, loop, present=None) -> None:
     lower_ops(sub, [op for op in inside if op not in cond_ops], level=loop)
     body_checks = sub.checks[len(cond_checks):]
     go = sub.node_of(loop_cond.inputs[0])
-    nexts = [sub.node_of(t.op.inputs[0]) for t in loop.nexts]
+    nexts = [sub.node_of(t.op.inputs[0]) for t in next_values]
     # the loop variables' arrays belong to the loop (the kernel copies the initial values),
     # so the body may write each one's next value into its array: in place
     body = ir.Program(sub.inputs, nexts, body_checks, donated=[(k, k) for k in range(n)])
@@ -192,9 +201,9 @@ def lower_while(ctx, loop, present=None) -> None:
     for k, (var, new) in enumerate(zip(sub.inputs[:n], nexts)):
         if len(new.shape) != len(var.shape) or not sizes.same_shape(tuple(new.shape),
                                                                      tuple(var.shape)):
-            raise NotLowerable(f"loop {loop.frame_name}: loop variable {loop.merges[k].name} "
+            raise NotLowerable(f"loop {loop.frame_name}: loop variable {merges_kept[k].name} "
                                "may change its shape from one iteration to the next")
     spec = ir.WhileSpec(ir.Program(sub.inputs, [go], cond_checks), body, n)
     outs = ir.while_loop(inits, sub.outer_values, spec)
-    for e, out in zip(loop.exits, outs):
+    for e, out in zip(exits, outs):
         ctx.nodes[e] = out
