@@ -86,6 +86,7 @@ def _convert(fn):
         return None, "it uses `global` or `nonlocal`"
     node.decorator_list = []
     notes: list = []
+    node.body = [_MinMax().visit(stmt) for stmt in node.body]
     rewriter = _Rewriter(notes, first - 1)
     node.body = rewriter.block(node.body)
     freevars = list(code.co_freevars)
@@ -108,6 +109,24 @@ def _convert(fn):
     for note in notes:
         log.info("flowjit.jit: in %s, %s", fn.__qualname__, note)
     return new, ""
+
+
+class _MinMax(ast.NodeTransformer):
+    """`min(a, b, ...)` / `max(a, b, ...)` become `_ag__.builtin_minmax(min, a, b, ...)`,
+    which takes np.minimum / np.maximum when an argument is traced (a Python `if` on a
+    traced value otherwise: a graph break) and calls the name's value otherwise (a local
+    or global `min` stays what it is)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("min", "max") and len(node.args) >= 2 and \
+                not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+            helper = ast.Attribute(ast.Name(_HELPERS, ast.Load()), "builtin_minmax",
+                                   ast.Load())
+            return ast.copy_location(ast.Call(helper, [ast.Name(f.id, ast.Load())] +
+                                              node.args, []), node)
+        return node
 
 
 _LINE = [1]   # the line of the statement being rewritten: generated code's location

@@ -13,6 +13,10 @@ promotion joins them); the second builds the cond.  `and_`, `or_` and `not_` are
 
 from __future__ import annotations
 
+import builtins
+
+import numpy as np
+
 from ..ops import control_flow as _cf
 from .np_array import GraphBreak, NeedsStaticShapes, api
 from . import autograph_state as st
@@ -23,6 +27,19 @@ def not_(x):
     if st.is_traced(x):
         return st.from_tensor(api().logical_not(st.truth(x, "`not`")), None)
     return not x
+
+
+def builtin_minmax(fn, *args):
+    """`fn(*args)` for Python's `min`/`max` of several values: with a traced argument, the
+    elementwise np.minimum / np.maximum of them in order (the first of equal values, as
+    the builtins keep it, is the same value); otherwise `fn` itself."""
+    if fn in (builtins.min, builtins.max) and any(st.is_traced(a) for a in args):
+        pick = np.minimum if fn is builtins.min else np.maximum
+        out = args[0]
+        for a in args[1:]:
+            out = pick(out, a)
+        return out
+    return fn(*args)
 
 
 def and_(left, right):

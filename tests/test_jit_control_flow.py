@@ -322,3 +322,24 @@ def test_functional_forms_eager():
     assert flowjit.while_loop(lambda v: v < 5, lambda v: v + 2, np.int64(0)) == 6
     assert flowjit.cond(np.bool_(False), lambda a: a + 1, lambda a: a - 1, 3) == 2
     assert flowjit.lax.while_loop(lambda v: v < 5, lambda v: v + 2, 0) == 6
+
+
+def _running_min(x, cap):
+    best = x[0]
+    total = 0.0
+    for i in range(x.shape[0]):
+        best = min(best, x[i])
+        total += max(x[i], cap, 0.0)
+    return best, total, min(3, 5)
+
+
+def test_builtin_min_max_of_traced_values_stay_in_the_graph(caplog):
+    """min/max of traced scalars inside a converted loop are np.minimum/np.maximum (a
+    Python comparison of traced values would break the graph); of Python values, the
+    builtins."""
+    x = np.array([3.0, -1.5, 2.0, -4.0, 0.5])
+    with caplog.at_level(logging.INFO, logger="flowjit.jit"):
+        f, got, _ = _jit_run(_running_min, x, 0.25)
+    _close(got[:2], _running_min(x, 0.25)[:2])
+    assert got[2] == 3
+    _assert_graph_loop(f, caplog)
