@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..ops import control_flow as _cf
 from .core.shapes import TensorShape
-from .np_array import GraphBreak, NeedsStaticShapes, api, as_tensor
+from .np_array import GraphBreak, NeedsStaticShapes, TracedArray, api, as_tensor
 from . import autograph_state as st
 
 log = logging.getLogger("flowjit.jit")
@@ -76,6 +76,21 @@ def for_range(range_fn, args, body, get_state, set_state, names, read, extra_tes
     tf = api()
     start_t, stop_t = (st.to_tensor(v, np.int64) for v in (start, stop))
     step_t = tf.constant(np.int64(step))
+    if not traced_bounds:
+        try:
+            return _graph_for(start_t, stop_t, step_t, step, body, extra_test, get_state,
+                              set_state, names, read, where)
+        except Aliasing as e:
+            log.info("flowjit.jit: the loop %s runs as Python (unrolled while tracing): %s",
+                     where, e)
+            return _python_for(bounds, body, extra_test)
+    return _graph_for(start_t, stop_t, step_t, step, body, extra_test, get_state, set_state,
+                      names, read, where)
+
+
+def _graph_for(start_t, stop_t, step_t, step, body, extra_test, get_state, set_state, names,
+               read, where):
+    tf = api()
 
     def test(i):
         go = tf.less(i, stop_t) if step > 0 else tf.greater(i, stop_t)
@@ -159,6 +174,11 @@ class _Spec:
         self.buffers: list = []
 
 
+class Aliasing(GraphBreak):
+    """A loop whose arrays' aliasing a graph loop cannot keep (unrolled when its bounds are
+    static, else a graph break)."""
+
+
 def _graph_loop(test, step_fn, counter0, get_state, set_state, names, read, where):
     """Build the while_loop (see the module docstring): `test(counter)` and
     `step_fn(counter) -> next counter` run with the state set from the loop variables."""
@@ -202,12 +222,16 @@ def _attempt(spec, test, step_fn, counter0, init, candidates, set_state, get_sta
         [spec.shapes.get(k, t.shape) for k, t in zip(carried, tf_init[1:])] + \
         [b.tensor.shape for b in spec.buffers]
 
+    entered: list = []
+
     def enter(vals):
         values = list(init)
         for k, t in zip(carried, vals[:len(carried)]):
             values[k] = st.from_tensor(t, spec.kinds[k][1])
         for buf, t in zip(spec.buffers, vals[len(carried):]):
             buf.tensor, buf.version = t, buf.version + 1
+        entered[:] = [(k, values[k], values[k]._buf.version) for k in carried
+                      if isinstance(values[k], TracedArray)]
         set_state(values)
 
     def cond(i, *vals):
@@ -218,6 +242,13 @@ def _attempt(spec, test, step_fn, counter0, init, candidates, set_state, get_sta
         enter(vals)
         versions = [b.version for b in candidates]
         nxt = step_fn(i)
+        for k, value, version in entered:
+            if value._buf.version != version and isinstance(init[k], TracedArray):
+                # an array the loop rebinds and also changes in place (`u += ...`, a swap
+                # of buffers): carried as a value, the writes would not reach the array's
+                # other names (an argument, a view), so this loop keeps Python's semantics
+                raise Aliasing(f"`{names[k]}` is an array the loop both assigns and changes "
+                               "in place")
         new = list(get_state())
         retry = False
         outs = []

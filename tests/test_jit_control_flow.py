@@ -343,3 +343,34 @@ def test_builtin_min_max_of_traced_values_stay_in_the_graph(caplog):
     _close(got[:2], _running_min(x, 0.25)[:2])
     assert got[2] == 3
     _assert_graph_loop(f, caplog)
+
+
+def _ping_pong(u, v, steps):
+    for _ in range(steps):
+        v[1:-1] = u[1:-1] * 2.0 + v[1:-1]
+        u, v = v, u
+    return u.sum()
+
+
+def _kick(pos, vel, steps):
+    for _ in range(steps):
+        vel += 0.5 * pos
+        pos += vel
+
+
+@pytest.mark.parametrize("fn", [_ping_pong, _kick])
+def test_loops_that_rebind_arrays_they_change_keep_numpy_aliasing(fn, caplog):
+    """A loop that assigns a name of an array it also changes in place (a swap of two
+    buffers, `vel += ...` on an argument) cannot carry the array as a value: its writes
+    must reach the arguments, so it runs as Python (unrolled while tracing), logged."""
+    a, b = np.arange(6.0), np.linspace(1.0, 2.0, 6)
+    with caplog.at_level(logging.INFO, logger="flowjit.jit"):
+        f = flowjit.jit(fn, static_argnames=("steps",))
+        a1, b1, a2, b2 = a.copy(), b.copy(), a.copy(), b.copy()
+        got = f(a1, b1, 3)
+    want = fn(a2, b2, 3)
+    if want is not None:
+        _close(got, want)
+    _close(a1, a2)
+    _close(b1, b2)
+    assert any("both assigns and changes" in r.getMessage() for r in caplog.records)

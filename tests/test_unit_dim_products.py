@@ -104,7 +104,9 @@ def test_nests_with_the_most_work_run_in_parallel():
     from flowjit.targets.cpu.parallel_budget import MAX_PARALLEL_NESTS
 
     def many(a, v):
-        for _ in range(MAX_PARALLEL_NESTS + 2):
+        # over a list: a Python loop, unrolled while tracing (a `range` loop would become
+        # one compiled loop: compiler/autograph.py), so each step is a loop nest
+        for _ in [0] * (MAX_PARALLEL_NESTS + 2):
             v = np.sqrt(v * v + 1.0)      # one small loop nest each (materialized: sqrt)
             v = v - np.max(v)
         return np.tanh(a * v) + 1.0, np.exp(a - v[:, None])
