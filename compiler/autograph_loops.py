@@ -183,13 +183,14 @@ def _graph_loop(test, step_fn, counter0, get_state, set_state, names, read, wher
     """Build the while_loop (see the module docstring): `test(counter)` and
     `step_fn(counter) -> next counter` run with the state set from the loop variables."""
     init = list(get_state())
-    candidates = st.buffers_of(list(read()) + init)
+    read_values = list(read())
+    candidates = st.buffers_of(read_values + init)
     spec = _Spec(init)
     saved = st.snapshot(candidates)
     for _ in range(MAX_ATTEMPTS):
         try:
             exits = _attempt(spec, test, step_fn, counter0, init, candidates, set_state,
-                             get_state, names)
+                             get_state, names, read_values)
             break
         except st.Retry:
             st.restore(candidates, saved)
@@ -214,7 +215,20 @@ def _graph_loop(test, step_fn, counter0, get_state, set_state, names, read, wher
     set_state(values)
 
 
-def _attempt(spec, test, step_fn, counter0, init, candidates, set_state, get_state, names):
+def _aliased(value, init, read_values) -> bool:
+    """Whether array `value` (a loop variable's value before the loop) shares its memory
+    with something else the code can see: an argument (written back after the call), a
+    view, or another array object on the same buffer among the loop's values."""
+    if not isinstance(value, TracedArray):
+        return False
+    if value._buf.arg is not None or value._chain:
+        return True
+    objects = {id(v): v for v in list(init) + list(read_values) if isinstance(v, TracedArray)}
+    return sum(v._buf is value._buf for v in objects.values()) > 1
+
+
+def _attempt(spec, test, step_fn, counter0, init, candidates, set_state, get_state, names,
+             read_values=()):
     carried = sorted(spec.kinds)
     tf_init = [counter0] + [st.to_tensor(init[k], spec.kinds[k][0]) for k in carried] + \
         [b.tensor for b in spec.buffers]
@@ -243,7 +257,7 @@ def _attempt(spec, test, step_fn, counter0, init, candidates, set_state, get_sta
         versions = [b.version for b in candidates]
         nxt = step_fn(i)
         for k, value, version in entered:
-            if value._buf.version != version and isinstance(init[k], TracedArray):
+            if value._buf.version != version and _aliased(init[k], init, read_values):
                 # an array the loop rebinds and also changes in place (`u += ...`, a swap
                 # of buffers): carried as a value, the writes would not reach the array's
                 # other names (an argument, a view), so this loop keeps Python's semantics
