@@ -53,8 +53,9 @@ cpu target by default, or the reference interpreter), and kernels are kept per t
 Errors: a compiled kernel raises ValueError/ZeroDivisionError for bad sizes or integer
 division by zero; the cluster then reruns its ops with the reference kernels (stateless, so
 safe) to report the exact op and user line; if they succeed, an InvalidArgumentError names
-the cluster's ops and the first op's line.  Compiled calls are serialized by a lock: numba's
-default workqueue threading layer must not run parallel kernels from two threads at once.
+the cluster's ops and the first op's line.  A compiled call holds the kernel slot of the
+device the thread runs for (runtime/devices.py): one kernel at a time per device, over the
+device's share of the cores; kernels of different devices run at the same time.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
-from . import cluster_updates, executor, loop_steps
+from . import cluster_updates, devices, executor, loop_steps
 from .cluster_kernels import ClusterKernels
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
 from .config import JitOptions
@@ -85,11 +86,6 @@ log = logging.getLogger("flowjit.jit")
 TRUSTED_FLAGS = 0x101
 
 STRICT = False  # tests: a compiler failure other than NotLowerable raises instead of falling back
-
-# numba's workqueue threading layer aborts when parallel kernels are launched from several
-# threads at once, and the inter-op pool may run two clusters side by side: one at a time.
-# (Each kernel is itself parallel over its outer loop, so little is lost.)
-_KERNEL_LOCK = threading.Lock()
 
 # graph -> {cluster key: ClusterKernels}: compiled kernels and run counts shared by all sessions
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -248,7 +244,7 @@ class ClusterStep:
         """The compiled kernel's outputs; None when it failed to build (then interpret)."""
         try:
             trusted = getattr(entry.kernel, "call_trusted", None)
-            with _KERNEL_LOCK:
+            with devices.running_on().kernel_slot(self.options.target):
                 if trusted is not None:  # dtypes and ranks: the signature; layout: checked
                     return trusted(arrays + entry.constants)
                 return entry.kernel(*arrays, *entry.constants)

@@ -168,6 +168,10 @@ class Target:
     description: str = ""
     isolates_compiles: Callable = lambda: False   # does compile(isolated=True) use another
     # process now (the CPU target: when a disk cache is there to hand the kernel back)
+    set_thread_count: Callable = lambda count: None   # threads the kernels launched from
+    # the calling thread may use (thread-local: a runtime device's share of the cores)
+    concurrent_launches: Callable = lambda: True   # may kernels be called from several
+    # threads at once (numba's workqueue threading layer: no)
 
     def __repr__(self):
         return f"<flowjit target {self.kind.value}>"

@@ -20,11 +20,12 @@ import threading
 
 from ... import dtypes as _dtypes
 from ...errors import describe_op
+from .device_spec import DeviceSpec
 from .node import Operation, Tensor, _as_operation, _user_frames
 from .shapes import as_shape
 
 __all__ = ["Graph", "GraphKeys", "Operation", "Tensor", "get_default_graph",
-           "reset_default_graph", "name_scope", "control_dependencies", "device",
+           "reset_default_graph", "name_scope", "control_dependencies", "device", "colocate_with",
            "add_to_collection", "get_collection", "get_collection_ref"]
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -70,6 +71,7 @@ class Graph:
             s.name_scope = ""
             s.control = []  # list of lists of Operations; None entry clears outer ones
             s.device = []
+            s.colocation = []  # lists of op names new ops are colocated with
             s.cf_context = None  # the cond branch or while loop ops are being built in
         return s
 
@@ -157,15 +159,48 @@ class Graph:
             state.device.pop()
 
     def _current_device(self, op_proto=None) -> str:
-        dev = ""
+        """The device the scopes ask for: nested `device` scopes merge as in TensorFlow (an
+        inner '/cpu:1' inside '/job:worker' gives '/job:worker/device:CPU:1'); None or a
+        function's empty answer clears the outer ones."""
+        spec = DeviceSpec()
         for d in self._state().device:
             if callable(d):
-                dev = d(op_proto) or ""
-            elif d is None:
-                dev = ""
-            else:
-                dev = str(d)
-        return dev
+                d = d(op_proto)
+            if d is None or d == "":
+                spec = DeviceSpec()
+                continue
+            spec = spec.merged_with(DeviceSpec.parse(d))
+        return spec.to_string()
+
+    @contextlib.contextmanager
+    def colocate_with(self, op, ignore_existing=False):
+        """Ops created inside are placed on the same device as `op` (an Operation, a Tensor
+        or a Variable); they carry the colocation as TensorFlow's `_class` attribute
+        ('loc:@name').  None clears it, as `ignore_existing` clears outer ones."""
+        state = self._state()
+        if op is None:
+            frame = None
+        else:
+            target = _as_operation(getattr(op, "op", op) if not isinstance(op, Operation)
+                                   else op)
+            frame = [target.name]
+        saved = state.colocation
+        if ignore_existing or frame is None:
+            state.colocation = [] if frame is None else [frame]
+        else:
+            state.colocation = saved + [frame]
+        try:
+            yield
+        finally:
+            state.colocation = saved
+
+    def _current_colocation(self) -> tuple:
+        names = []
+        for frame in self._state().colocation:
+            for n in frame:
+                if n not in names:
+                    names.append(n)
+        return tuple(names)
 
     # --- building -----------------------------------------------------------------------------
     def create_op(self, op_def, inputs, attrs=None, name=None, control_inputs=()) -> Operation:
@@ -205,6 +240,9 @@ class Graph:
             op = Operation(self, op_def, op_name, inputs, attrs, controls,
                            self._current_device(), _user_frames())
             op._cf_context = context
+            colocation = self._current_colocation()
+            if colocation:
+                op._colocation = colocation
             outputs = _infer(op_def, op)
             op._outputs = tuple(Tensor(op, i, dt, shp) for i, (dt, shp) in enumerate(outputs))
             self._operations.append(op)
@@ -395,7 +433,13 @@ def control_dependencies(control_inputs):
 
 
 def device(device_name_or_function):
+    """Ops created inside the block ask for this device (a name, or a function of the op)."""
     return get_default_graph().device(device_name_or_function)
+
+
+def colocate_with(op, ignore_existing=False):
+    """Ops created inside the block are placed with `op` (Graph.colocate_with)."""
+    return get_default_graph().colocate_with(op, ignore_existing)
 
 
 def add_to_collection(name, value):

@@ -159,6 +159,7 @@ class Operation:
     """A node of the graph: an op type applied to input tensors, with attributes."""
 
     _cf_context = None   # the cond branch or while loop the op was built in (graph.py)
+    _colocation = ()     # names of the ops it must share a device with (colocate_with)
 
     def __init__(self, graph: Graph, op_def, name: str, inputs, attrs: dict,
                  control_inputs, device: str, traceback):
@@ -208,6 +209,12 @@ class Operation:
     @property
     def device(self) -> str:
         return self._device
+
+    @property
+    def colocation_groups(self) -> list:
+        """TensorFlow's `_class` list: b'loc:@name' for each op this one is colocated with."""
+        return [f"loc:@{n}".encode() for n in self._colocation] or [f"loc:@{self._name}"
+                                                                     .encode()]
 
     @property
     def attrs(self) -> dict:

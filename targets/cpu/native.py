@@ -144,6 +144,10 @@ def _start_threading(ll):
         from numba.np.ufunc import parallel  # numba's own launcher (imports numba)
 
         parallel._launch_threads()
+        _runtime["layer_name"] = parallel._threading_layer
+        limit = parallel.NUM_THREADS
+        _runtime["set_threads"] = lambda count: parallel.set_num_threads(
+            max(1, min(int(count), limit)))
         if parallel._threading_layer == "omp":
             _runtime["layer"] = (sys.modules["numba.np.ufunc.omppool"],
                                  parallel.get_num_threads())
@@ -163,7 +167,10 @@ def _start_threading(ll):
         ll.add_symbol(symbol, getattr(lib, attr or symbol))
     n = _num_threads()
     ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.launch_threads)(n)
-    ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)(n)
+    set_threads = ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)
+    set_threads(n)
+    _runtime["layer_name"] = name
+    _runtime["set_threads"] = lambda count: set_threads(max(1, min(int(count), n)))
     if name == "omp":
         _runtime["layer"] = (lib, n)
         thread_affinity.pin_workers(lib, n)
@@ -176,6 +183,27 @@ def tune_running_threads() -> dict:
     with _lock:
         layer = (_runtime or {}).get("layer")
     return thread_affinity.pin_workers(*layer) if layer is not None else {}
+
+
+def set_thread_count(count: int) -> None:
+    """Let kernels launched from the calling thread use `count` threads of the pool (the
+    threading layer's own thread-local setting, numba.set_num_threads; nothing else in the
+    process changes).  Before any parallel kernel ran there is no pool yet: nothing to do,
+    and the device executor sets it again before each kernel."""
+    with _lock:
+        setter = (_runtime or {}).get("set_threads")
+    if setter is not None:
+        setter(count)
+
+
+def concurrent_launches() -> bool:
+    """Whether kernels may be launched from several threads at once: numba's tbb and omp
+    layers are thread-safe, its workqueue layer is not (it aborts the process)."""
+    with _lock:
+        layer = (_runtime or {}).get("layer_name")
+    if layer is None:
+        layer = _layer_order()[0] if _layer_order()[:1] == ["workqueue"] else None
+    return layer != "workqueue"
 
 
 def ensure_runtime(parallel: bool) -> dict:

@@ -22,7 +22,7 @@ from ...compiler.tiers import Tier
 from ..target import (ALL_COMBINERS, ALL_NODE_KINDS, ALL_ROUTINES, ALL_SCALAR_OPS,
                      COMPLEX_DTYPES, Capabilities, CompiledKernel, REAL_DTYPES, Target,
                      TargetKind)
-from . import cache
+from . import cache, native
 from .build import build_cached, cached, kernel_key
 
 SCHEDULE_OPTIONS = ScheduleOptions(column_reductions=True, gemm_epilogues=True)
@@ -102,4 +102,6 @@ TARGET = Target(kind=TargetKind.CPU, capabilities=CAPABILITIES,
                 schedule_options=SCHEDULE_OPTIONS, compile=compile_kernel,
                 cache_key=cache_key, render=render, lookup=lookup_kernel,
                 description="numba: one generated function per cluster",
-                isolates_compiles=lambda: cache.cache_dir() is not None)
+                isolates_compiles=lambda: cache.cache_dir() is not None,
+                set_thread_count=native.set_thread_count,
+                concurrent_launches=native.concurrent_launches)
