@@ -7,8 +7,10 @@ any part of it with `tf.Session().run(fetches, feed_dict)`.
 
 from . import dtypes, errors
 from .compiler.core.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
-                             control_dependencies, device, get_collection, get_collection_ref,
-                             get_default_graph, name_scope, reset_default_graph)
+                             colocate_with, control_dependencies, device, get_collection,
+                             get_collection_ref, get_default_graph, name_scope,
+                             reset_default_graph)
+from .compiler.core.device_spec import DeviceSpec
 from .compiler.core.graph_def import GraphDef, NodeDef
 from .compiler.graph_import import import_graph_def
 from .compiler.core.shapes import Dimension, TensorShape
@@ -29,7 +31,9 @@ from .ops.variables import (Variable, all_variables, assign, assign_add, assign_
 from .ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
                                  get_variable_scope, variable_scope)
 from .runtime.config import (ConfigProto, GPUOptions, GraphOptions, JitOptions, JitPolicy,
-                             OptimizerOptions, RunMetadata, RunOptions)
+                             OptimizerOptions, PlacementOptions, RecvScheduling, RunMetadata,
+                             RunOptions)
+from .runtime import devices as _devices
 from .runtime.jit import jit
 from .runtime.process_tuning import process_tuned, tune_process
 from .runtime.autodiff_api import grad, value_and_grad
@@ -110,8 +114,11 @@ lax = _namespace("lax", "JAX-like functional control flow (compiler/functional.p
                      "cond": _functional.lax_cond, "while_loop": _functional.lax_while_loop,
                      "fori_loop": _functional.fori_loop})
 config = _namespace("config", "flowjit's process settings: `tune_process()` opts in to its "
-                    "process-wide tuning (runtime/process_tuning.py).",
-                    _pick("tune_process", "process_tuned"))
+                    "process-wide tuning (runtime/process_tuning.py); the device listings "
+                    "(runtime/devices.py).",
+                    {**_pick("tune_process", "process_tuned"),
+                     "list_physical_devices": _devices.list_physical_devices,
+                     "list_logical_devices": _devices.list_logical_devices})
 compat = _namespace("compat", "`flowjit.compat.v1` is flowjit itself (TF 1.x names).", {})
 compat.v1 = __import__("sys").modules[__name__]
 __import__("sys").modules[f"{__name__}.compat.v1"] = compat.v1

@@ -93,23 +93,25 @@ _SHARED_LOCK = threading.Lock()
 
 
 def form_clusters(ops, fetches, fed, options: JitOptions, exclude=None,
-                  loops: bool = False) -> list:
+                  loops: bool = False, colour=None) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`;
     `exclude(op)` true keeps an op out of every cluster; with `loops`, top-level while loops
-    of compilable ops become LoopSteps (runtime/loop_steps.py)."""
-    nodes = _clustered(ops, fetches, fed, options, exclude)
+    of compilable ops become LoopSteps (runtime/loop_steps.py); `colour(op)` (its device)
+    keeps ops of different colours in different clusters (runtime/partition.py)."""
+    nodes = _clustered(ops, fetches, fed, options, exclude, colour)
     if loops:
         renders = get_target(options.target).capabilities.dtypes
         nodes = loop_steps.replace_loops(nodes, ops, options, renders)
     return nodes
 
 
-def _clustered(ops, fetches, fed, options: JitOptions, exclude) -> list:
+def _clustered(ops, fetches, fed, options: JitOptions, exclude, colour=None) -> list:
     renders = get_target(options.target).capabilities.dtypes
-    groups = partition(ops, fed, options.max_ops, renders=renders, exclude=exclude)
+    groups = partition(ops, fed, options.max_ops, renders=renders, exclude=exclude,
+                       colour=colour)
     if not all(cluster_updates.updates_are_safe(g) for g in groups):
         groups = partition(ops, fed, options.max_ops, updates=False, renders=renders,
-                           exclude=exclude)
+                           exclude=exclude, colour=colour)
     groups = [g for g in groups
               if sum(Trait.SOURCE not in op.op_def.traits for op in g) >= options.min_ops]
     if not groups:

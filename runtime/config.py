@@ -166,6 +166,34 @@ class JitOptions:
 
 
 
+class RecvScheduling(enum.Enum):
+    """When a device's Recv nodes start (runtime/recv_schedule.py)."""
+
+    ALAP = "alap"   # as late as the critical path allows: received tensors held briefly
+    ASAP = "asap"   # as soon as the step starts
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementOptions:
+    """flowjit's multi-device options (TensorFlow has no ConfigProto fields for them).
+
+    recv_scheduling: RecvScheduling.ALAP (the default) or ASAP (or their names).
+    compress_transfers: send float32 tensors between devices as float16 and widen them on
+    arrival (lossy, 2015 paper §5.5): False (the default), True for every float32 edge, or
+    a collection of tensor names ("layer1/out:0") for those edges only.
+    """
+
+    recv_scheduling: RecvScheduling = RecvScheduling.ALAP
+    compress_transfers: object = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "recv_scheduling", RecvScheduling(self.recv_scheduling))
+        compress = self.compress_transfers
+        if not isinstance(compress, bool):
+            object.__setattr__(self, "compress_transfers", frozenset(
+                getattr(t, "name", t) for t in compress))
+
+
 class ConfigProto:
     """Session configuration.
 
@@ -174,13 +202,19 @@ class ConfigProto:
     graph_options.optimizer_options.global_jit_level and `jit` (flowjit's own: a bool, a
     JitOptions, or "always" for JitOptions.always()) switch auto-clustering; see the module
     docstring for precedence.
-    Other TensorFlow fields (log_device_placement, allow_soft_placement, gpu_options,
-    device_count, intra_op_parallelism_threads) are accepted and currently ignored.
+    device_count: {"CPU": n} makes n virtual CPU devices, each with its share of the cores
+    (runtime/devices.py); {"GPU": n} asks for up to n GPUs (those the machine has).
+    allow_soft_placement: an op whose requested device does not exist, or has no kernel for
+    it, goes to a device that can run it instead of raising (runtime/placement.py).
+    log_device_placement: print where every op of a step runs when its plan is built.
+    placement: flowjit's PlacementOptions (Recv scheduling, compressed transfers).
+    Other TensorFlow fields (gpu_options, intra_op_parallelism_threads) are accepted and
+    ignored.
     """
 
     def __init__(self, inter_op_parallelism_threads=0, intra_op_parallelism_threads=0,
                  log_device_placement=False, allow_soft_placement=False, gpu_options=None,
-                 device_count=None, graph_options=None, jit=None, **kwargs):
+                 device_count=None, graph_options=None, jit=None, placement=None, **kwargs):
         self.inter_op_parallelism_threads = int(inter_op_parallelism_threads)
         self.intra_op_parallelism_threads = int(intra_op_parallelism_threads)
         self.log_device_placement = log_device_placement
@@ -189,6 +223,7 @@ class ConfigProto:
         self.device_count = dict(device_count or {})
         self.graph_options = graph_options or GraphOptions()
         self.jit = jit
+        self.placement = placement if placement is not None else PlacementOptions()
         for k, v in kwargs.items():
             setattr(self, k, v)
 
@@ -257,8 +292,10 @@ class TraceLevel(enum.IntEnum):
 
 
 class RunOptions:
-    """Per-call options: `timeout_in_ms` (DeadlineExceededError past it) and `trace_level`
-    (FULL_TRACE fills `RunMetadata.step_stats` with per-op timings)."""
+    """Per-call options: `timeout_in_ms` (DeadlineExceededError past it), `trace_level`
+    (FULL_TRACE fills `RunMetadata.step_stats` with per-op timings) and
+    `output_partition_graphs` (fills `RunMetadata.partition_graphs`: one GraphDef per
+    device, with its _Send/_Recv nodes)."""
 
     TraceLevel = TraceLevel
     NO_TRACE = TraceLevel.NO_TRACE
@@ -266,22 +303,25 @@ class RunOptions:
     HARDWARE_TRACE = TraceLevel.HARDWARE_TRACE
     FULL_TRACE = TraceLevel.FULL_TRACE
 
-    def __init__(self, timeout_in_ms=0, trace_level=TraceLevel.NO_TRACE, **kwargs):
+    def __init__(self, timeout_in_ms=0, trace_level=TraceLevel.NO_TRACE,
+                 output_partition_graphs=False, **kwargs):
         self.timeout_in_ms = int(timeout_in_ms)
         self.trace_level = TraceLevel(trace_level)
+        self.output_partition_graphs = bool(output_partition_graphs)
 
 
 class NodeStats:
     """Timing of one op in one run (seconds since the run started)."""
 
-    __slots__ = ("node_name", "op_type", "start", "end", "thread")
+    __slots__ = ("node_name", "op_type", "start", "end", "thread", "device")
 
-    def __init__(self, node_name, op_type, start, end, thread):
+    def __init__(self, node_name, op_type, start, end, thread, device=""):
         self.node_name = node_name
         self.op_type = op_type
         self.start = start
         self.end = end
         self.thread = thread
+        self.device = device
 
     def __repr__(self):
         return (f"NodeStats({self.node_name!r}, {self.op_type}, "
@@ -289,8 +329,10 @@ class NodeStats:
 
 
 class RunMetadata:
-    """Filled by `Session.run` when RunOptions asks for a trace: `step_stats` is a list of
-    NodeStats in completion order."""
+    """Filled by `Session.run` when RunOptions asks: `step_stats` is a list of NodeStats in
+    completion order (trace_level), `partition_graphs` a GraphDef per device
+    (output_partition_graphs)."""
 
     def __init__(self):
         self.step_stats = []
+        self.partition_graphs = []

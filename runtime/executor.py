@@ -95,20 +95,7 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
     `optimize(nodes, fetch_tensors, target_ops, fed)`, when given, rewrites those nodes and
     returns a runtime/graph_optimizer.py PlanGraph.
     """
-    needed = set()
-    stack = [t.op for t in fetch_tensors if t not in fed] + list(target_ops)
-    while stack:
-        op = stack.pop()
-        if op in needed:
-            continue
-        needed.add(op)
-        for t in op.inputs:
-            if t not in fed and t.op not in needed:
-                stack.append(t.op)
-        for c in op.control_inputs:
-            if c not in needed:
-                stack.append(c)
-    ops = sorted(needed, key=lambda o: (o.graph is not None, o._id))
+    ops = needed_ops(fetch_tensors, target_ops, fed)
     from .control_flow_executor import ControlFlowPlan, needs_control_flow, nested_ops
     if needs_control_flow(ops):   # frames and dead values: clusters at the top level only
         nested = nested_ops(ops) if group is not None else ()
@@ -122,6 +109,25 @@ def build_plan(fetch_tensors, target_ops, fed, group=None, optimize=None) -> Pla
     plan = _link(list(view.nodes), set(fed).union(view.preset), view.merged, view.folded)
     plan.preset, plan.aliases, plan.rewrites = view.preset, view.aliases, view.report
     return plan
+
+
+def needed_ops(fetch_tensors, target_ops, fed) -> list:
+    """The ops a run must execute to compute `fetch_tensors` and run `target_ops` when
+    `fed` tensors are given (partial execution), in graph order."""
+    needed = set()
+    stack = [t.op for t in fetch_tensors if t not in fed] + list(target_ops)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed.add(op)
+        for t in op.inputs:
+            if t not in fed and t.op not in needed:
+                stack.append(t.op)
+        for c in op.control_inputs:
+            if c not in needed:
+                stack.append(c)
+    return sorted(needed, key=lambda o: (o.graph is not None, o._id))
 
 
 def _members(node) -> tuple:

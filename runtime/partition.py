@@ -43,12 +43,15 @@ def clusterable(op, fed, updates: bool = True, renders: frozenset | None = None)
 
 
 def partition(ops, fed, max_ops: int = 0, updates: bool = True,
-              renders: frozenset | None = None, exclude=None) -> list:
+              renders: frozenset | None = None, exclude=None, colour=None) -> list:
     """Maximal connected, cycle-free groups of clusterable `ops` (graph order), each sorted;
     with `max_ops`, no group grows past that many ops.  Groups grow along data and control
     edges; with `updates`, variable updates join them (runtime/cluster_updates.py); `renders`
     as for `clusterable`; `exclude(op)` true keeps an op out (a plan with control flow keeps
-    its branches and loops out: runtime/control_flow_executor.py)."""
+    its branches and loops out: runtime/control_flow_executor.py); `colour(op)`, when
+    given, keeps ops of different colours (devices: runtime/device_executor.py) in
+    different groups, with ONE cycle check over all of them, so clusters of two devices
+    never wait on each other both ways."""
     index = {op: i for i, op in enumerate(ops)}
     ok = [clusterable(op, fed, updates, renders) and not (exclude and exclude(op))
           for op in ops]
@@ -120,6 +123,8 @@ def partition(ops, fed, max_ops: int = 0, updates: bool = True,
                 continue
             a, b = find(u), find(v)
             if a == b or (max_ops and len(members[a]) + len(members[b]) > max_ops):
+                continue
+            if colour is not None and colour(ops[u]) is not colour(ops[v]):
                 continue
             if not other_path(a, b, v):
                 merge(a, b)

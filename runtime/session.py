@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -27,9 +29,11 @@ import numpy as np
 from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.session_hook import get_default_session  # noqa: F401 - public name
 from ..compiler.core.session_hook import default_sessions, push_interactive, remove_interactive
-from . import clustering, graph_optimizer
+from . import clustering, devices, graph_optimizer, placement
 from .config import ConfigProto, NodeStats, TraceLevel, graph_rewrites, jit_options
-from .executor import build_plan, execute, start_values
+from .device_partition import Partition, partition_graph_defs
+from .executor import build_plan, execute, needed_ops, start_values
+from .multi_device import MultiDevicePlan
 from .fetches import FetchStructure, convert_feed, fits_exactly
 from .state import SessionState, VariableRef
 
@@ -55,6 +59,10 @@ class Session:
         rewrites = graph_rewrites(self._config)
         self._optimize = functools.partial(graph_optimizer.optimize, options=rewrites) \
             if rewrites.enabled else None
+        self._devices = devices.make_devices(self._config.device_count)
+        self._cost_model = placement.CostModel()
+        self._multi_plans: dict = {}
+        self._placements: dict = {}   # one-device plans: key -> {op: device}
 
     # --- properties ---------------------------------------------------------------------------
     @property
@@ -70,7 +78,8 @@ class Session:
         return ""
 
     def list_devices(self):
-        return ["/job:localhost/replica:0/task:0/device:CPU:0"]
+        """The session's devices (name, device_type, memory_limit_bytes, incarnation)."""
+        return devices.describe(self._devices)
 
     # --- running ------------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
@@ -84,8 +93,12 @@ class Session:
         feeds = self._convert_feeds(feed_dict)
         # the same feeds in another order find another (equal) plan: no set per step
         key = (fetch_key, tuple([t._id for t in feeds]))
+        if len(self._devices) > 1:
+            return self._run_devices(key, structure, tensors, targets, feeds, options,
+                                     run_metadata)
         plan = self._plans.get(key)
         if plan is None:
+            self._placements[key] = self._check_placement(tensors, targets, feeds)
             plan = build_plan(tensors, targets, feeds, self._group, self._optimize)
             self._plans[key] = plan
         values = start_values(plan, feeds)
@@ -95,14 +108,64 @@ class Session:
             trace = [] if options.trace_level >= TraceLevel.SOFTWARE_TRACE else None
         execute(plan, values, self._state, self._get_pool() if plan.parallel else None,
                 timeout, trace)
-        if trace is not None and run_metadata is not None:
-            run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th)
-                                       for op, s, e, th in trace]
+        if run_metadata is not None:
+            if trace is not None:
+                device = self._devices[0].name
+                run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th, device)
+                                           for op, s, e, th in trace]
+            if options is not None and options.output_partition_graphs:
+                run_metadata.partition_graphs = self._one_device_graphs(key)
         fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
         results = {}
         for element in structure.elements:
             results[element] = (_fetch_value(values[element], fed_arrays)
                                 if type(element) is Tensor else None)
+        return structure.build(results)
+
+    def _check_placement(self, tensors, targets, feeds) -> dict:
+        """Where a one-device step's ops run: all on the device, but requests that no device
+        satisfies raise (without allow_soft_placement), as in TensorFlow."""
+        ops = needed_ops(tensors, targets, feeds)
+        placed = placement.place(ops, self._devices,
+                                 allow_soft_placement=self._config.allow_soft_placement,
+                                 fed=frozenset(feeds))
+        if self._config.log_device_placement:
+            print(placement.placement_log(placed), file=sys.stderr, flush=True)
+        return placed
+
+    def _one_device_graphs(self, key) -> list:
+        placed = self._placements.get(key) or {}
+        ops = sorted(placed, key=lambda op: op._id)
+        parts = [] if not ops else [Partition(self._devices[0], ops)]
+        return partition_graph_defs(parts, placed)
+
+    def _run_devices(self, key, structure, tensors, targets, feeds, options, run_metadata):
+        """A step over several devices (runtime/multi_device.py)."""
+        plan = self._multi_plans.get(key)
+        if plan is None:
+            plan = MultiDevicePlan.build(tensors, targets, feeds, self._devices, self._config,
+                                         self._group, self._cost_model)
+            self._multi_plans[key] = plan
+        timeout, trace = None, None
+        if options is not None:
+            timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
+            trace = [] if options.trace_level >= TraceLevel.SOFTWARE_TRACE else None
+        deadline = time.monotonic() + timeout if timeout else None
+        computed = plan.run(feeds, self._state, deadline, trace, self._cost_model)
+        if run_metadata is not None:
+            if trace is not None:
+                run_metadata.step_stats = [NodeStats(n.name, n.type, s, e, th, d.name)
+                                           for n, s, e, th, d in trace]
+            if options is not None and options.output_partition_graphs:
+                run_metadata.partition_graphs = plan.partition_graphs()
+        fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
+        results = {}
+        for element in structure.elements:
+            if type(element) is Tensor:
+                value = feeds[element] if element in feeds else computed[element]
+                results[element] = _fetch_value(value, fed_arrays)
+            else:
+                results[element] = None
         return structure.build(results)
 
     def explain(self) -> str:
@@ -111,8 +174,10 @@ class Session:
         outputs), and per input signature whether its compiled kernel or the reference
         kernels run, and why (the tiered policy's decisions)."""
         steps, seen = [], set()
-        for plan in self._plans.values():
-            for node in plan.ops:
+        node_lists = [plan.ops for plan in self._plans.values()] + \
+            [list(plan.nodes()) for plan in self._multi_plans.values()]
+        for nodes in node_lists:
+            for node in nodes:
                 if (isinstance(node, clustering.ClusterStep) or hasattr(node, "loop")) \
                         and id(node) not in seen:
                     seen.add(id(node))
@@ -191,7 +256,11 @@ class Session:
         self._state.close_resources()   # threads blocked on a queue wake up (CancelledError)
         self._state = SessionState()
         self._plans.clear()
+        self._multi_plans.clear()
         self._structures.clear()
+        for device in self._devices:
+            if device is not devices.host_device():
+                device.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -379,7 +379,7 @@ def test_session_properties():
     g = tf.Graph()
     sess = tf.Session(graph=g)
     assert sess.graph is g and sess.sess_str == ""
-    assert any("CPU" in d for d in sess.list_devices())
+    assert any("CPU" in d.name for d in sess.list_devices())
     sess.close()
 
 

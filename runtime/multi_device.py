@@ -1,0 +1,76 @@
+"""A Session's steps on several devices: place, partition, plan per device, run.
+
+`MultiDevicePlan.build(...)` does, once per (fetches, feeds) signature:
+1. prune the graph to the ops the step needs (runtime/executor.py `needed_ops`);
+2. place every op on a device (runtime/placement.py: requests, colocation, soft
+   placement, the cost model); control-flow routing that is not compiled into a loop
+   step is kept on one device with its frame;
+3. partition the ops per device with a Send/Recv pair on every cross-device edge
+   (runtime/device_partition.py);
+4. build each device's plan: its own clusters, Sends and Recvs, Recvs scheduled ALAP
+   (runtime/device_executor.py, runtime/recv_schedule.py).
+`run(feeds, state, ...)` executes a step (runtime/device_executor.py) and returns the
+fetched values.  `log_device_placement` prints TensorFlow's "op: (Type): device" lines
+when a plan is built; `partition_graphs()` describes every device's partition for
+`RunMetadata.partition_graphs`.
+
+A one-device Session never comes here: runtime/session.py keeps its single-device
+executor (no Send/Recv, no per-step rendezvous), after checking the placement requests.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import device_executor, device_partition, placement
+from .config import PlacementOptions, RecvScheduling
+from .control_flow_executor import needs_control_flow, nested_ops
+from .executor import needed_ops
+
+
+class MultiDevicePlan:
+    """One signature's placement, partitions and device plans (module docstring)."""
+
+    def __init__(self, ops, placed, partitions, plans, fetches):
+        self.ops = ops
+        self.placement = placed
+        self.partitions = partitions
+        self.plans = plans
+        self.fetches = fetches
+        self._graph_defs = None
+
+    @classmethod
+    def build(cls, fetches, targets, fed, devices, config, group, cost_model):
+        options: PlacementOptions = config.placement
+        ops = needed_ops(fetches, targets, fed)
+        colocate = []
+        if needs_control_flow(ops):
+            frame = [op for op in ops if op in nested_ops(ops)]
+            if frame:
+                colocate.append(frame)
+        placed = placement.place(ops, devices, allow_soft_placement=config.allow_soft_placement,
+                                 cost_model=cost_model, fed=frozenset(fed), colocate=colocate)
+        if config.log_device_placement:
+            print(placement.placement_log(placed), file=sys.stderr, flush=True)
+        parts = device_partition.partition(ops, placed, fed, options.compress_transfers)
+        plans = device_executor.build_device_plans(
+            parts, placed, fetches, fed, group, cost_model,
+            alap=options.recv_scheduling is RecvScheduling.ALAP)
+        return cls(ops, placed, parts, plans, fetches)
+
+    def run(self, feeds, state, deadline=None, trace=None, cost_model=None) -> dict:
+        """One step: {tensor: value} of the fetched tensors computed by some device."""
+        return device_executor.execute_devices(self.plans, feeds, state, deadline, trace,
+                                               cost_model)
+
+    def partition_graphs(self) -> list:
+        """One GraphDef per device, with its _Send/_Recv nodes."""
+        if self._graph_defs is None:
+            self._graph_defs = device_partition.partition_graph_defs(self.partitions,
+                                                                      self.placement)
+        return self._graph_defs
+
+    def nodes(self):
+        """Every node of every device plan (Session.explain walks the clusters)."""
+        for plan in self.plans:
+            yield from plan.nodes
