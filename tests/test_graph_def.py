@@ -115,7 +115,7 @@ def test_node_def_inputs_follow_tensorflow_conventions():
     assert nodes["v/Assign"].input == ["v", "v/initial_value"]
     assert nodes["after_init"].input == ["f32", "^v/Assign"]
     assert nodes["init"].input == ["^v/Assign"]
-    assert nodes["pwd"].device == "/cpu:0"
+    assert nodes["pwd"].device == "/device:CPU:0"   # canonical, as TensorFlow writes it
     assert nodes["unknown_rank"].attr["shape"].dims is None
     assert nodes["x"].attr["shape"].dims == (None, 3)
     assert t["x"].op.node_def.attr["dtype"] is tf.float32
@@ -272,7 +272,7 @@ def test_reimported_graph_computes_the_same_values_by_name():
     for a, b in zip(expected, got):
         _same_array(a, b)
     assert g2.get_tensor_by_name("scope/y:0").shape.as_list() == [None, 3]
-    assert g2.get_operation_by_name("pwd").device == "/cpu:0"
+    assert g2.get_operation_by_name("pwd").device == "/device:CPU:0"
     _assert_graph_defs_exact(g.as_graph_def(), g2.as_graph_def())  # re-export is identical
 
 
