@@ -17,8 +17,8 @@ control-flow executor, and how much a queue-fed input pipeline overlaps with tra
    thread, against the producer running in a QueueRunner thread that keeps a FIFOQueue
    filled while the main thread trains, with the ops' reference kernels and compiled.
    NumPy's products release the GIL, so with reference kernels the two stages overlap on
-   two cores; compiled clusters do not, since compiled calls are serialized by one lock
-   today (numba's workqueue threading layer; the devices issue lifts it).
+   two cores; compiled clusters of one device run one at a time (its kernel slot:
+   runtime/devices.py), so in a one-device Session they do not.
 
 Run: `python -m flowjit.benchmarks.control_flow [--repeats N]`.
 """

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..compiler.core.node import Operation
 from ..errors import DeadlineExceededError
+from ..ops.registry import Trait
 from . import devices, executor, recv_schedule
 from .control_flow_executor import ControlFlowPlan, execute_control_flow, nested_ops
 from .rendezvous import Rendezvous, RendezvousKey
@@ -151,6 +152,7 @@ class DevicePlan:
         self.produces = [_produced(node) for node in nodes]
         self.fetched = fetched
         self.received = {n.transfer.tensor for n in nodes if type(n) is RecvStep}
+        self.runs = 0   # steps run (the cost model measures the first ones)
         self.relink()
 
     def relink(self):
@@ -273,6 +275,11 @@ class _Step:
         self.in_flight = 0
         self.error = None
         self.t0 = time.perf_counter()
+        # the cost model learns from a plan's first steps, then from one step in 64
+        runs = plans[0].runs if plans else 0
+        self.measure = cost_model is not None and (runs < 4 or runs % 64 == 0)
+        for p in plans:
+            p.runs += 1
 
     def run(self) -> dict:
         ready = collections.deque((k, i) for k, p in enumerate(self.plans) for i in p.roots)
@@ -356,7 +363,6 @@ class _Step:
         plan.device.pool.submit(self.task, k, i)
 
     def worth_a_thread(self, k, node) -> bool:
-        from ..ops.registry import Trait
         if Trait.BLOCKING in node.op_def.traits:
             return True
         values = self.values[k]
@@ -385,7 +391,7 @@ class _Step:
         start, end, thread = timing
         if self.trace is not None:
             self.trace.append((node, start - self.t0, end - self.t0, thread, plan.device))
-        if self.cost_model is not None and type(node) not in (SendStep, RecvStep):
+        if self.measure and type(node) not in (SendStep, RecvStep):
             members = _members(node)
             for op in members:
                 self.cost_model.record(op, (end - start) / len(members))

@@ -28,6 +28,30 @@ from .control_flow_executor import needs_control_flow, nested_ops
 from .executor import needed_ops
 
 
+def _frames(ops) -> list:
+    """The control-flow regions of `ops` (connected nested ops: a loop's frame, a cond's
+    branches), each to be kept on one device."""
+    nested = nested_ops(ops)
+    parent = {op: op for op in nested}
+
+    def find(op):
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op in nested:
+        for t in op.inputs:
+            if t.op in parent:
+                a, b = find(op), find(t.op)
+                if a is not b:
+                    parent[a] = b
+    regions: dict = {}
+    for op in sorted(nested, key=lambda o: o._id):
+        regions.setdefault(find(op), []).append(op)
+    return list(regions.values())
+
+
 class MultiDevicePlan:
     """One signature's placement, partitions and device plans (module docstring)."""
 
@@ -43,11 +67,7 @@ class MultiDevicePlan:
     def build(cls, fetches, targets, fed, devices, config, group, cost_model):
         options: PlacementOptions = config.placement
         ops = needed_ops(fetches, targets, fed)
-        colocate = []
-        if needs_control_flow(ops):
-            frame = [op for op in ops if op in nested_ops(ops)]
-            if frame:
-                colocate.append(frame)
+        colocate = _frames(ops) if needs_control_flow(ops) else []
         placed = placement.place(ops, devices, allow_soft_placement=config.allow_soft_placement,
                                  cost_model=cost_model, fed=frozenset(fed), colocate=colocate)
         if config.log_device_placement:

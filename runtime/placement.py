@@ -213,6 +213,15 @@ def _names(devices) -> str:
     return "[ " + ", ".join(d.name for d in devices) + " ]" if devices else "[ ]"
 
 
+_SHOWN = 6   # member names an error lists before "and N more"
+
+
+def _few(ops) -> str:
+    """Up to _SHOWN op names, then how many more."""
+    names = ", ".join(f"'{m.name}'" for m in ops[:_SHOWN])
+    return names + (f" and {len(ops) - _SHOWN} more" if len(ops) > _SHOWN else "")
+
+
 def _requested(op) -> str:
     return op.device or "no device"
 
@@ -238,17 +247,24 @@ def _fail(op, members, devices, running, specs, soft):
         why = (f"Could not satisfy explicit device specification '{op.device}' because no "
                f"supported kernel for {'/'.join(types)} devices is available.")
     else:
-        lines = "; ".join(
-            f"'{m.name}' ({m.type}) requested {_requested(m)}"
-            + ("" if m in running else ", not run in this step")
-            + ("" if m not in running else
-               f", kernels on {_names([d for d in devices if d.supports(m)])}")
-            for m in members)
+        by_request: dict = {}
+        for m in members:
+            by_request.setdefault(_requested(m), []).append(m)
+        lines = "; ".join(f"requested {request}: {_few(group)}"
+                          for request, group in by_request.items())
+        limited = [m for m in members if m in running and
+                   not all(d.supports(m) for d in devices)]
+        kernels_line = "".join(
+            f" '{m.name}' ({m.type}) has kernels only on "
+            f"{_names([d for d in devices if d.supports(m)])}." for m in limited[:_SHOWN])
+        skipped = [m for m in members if m not in running]
+        if skipped:
+            kernels_line += f" Not run in this step: {_few(skipped)}."
         what = ("no device has a kernel for every member" if soft else
                 "no device satisfies the requests and kernels of every member")
-        why = (f"Cannot colocate nodes {', '.join(repr(m.name) for m in [op] + others)}: "
-               f"{what} of the colocation group. Operation '{op.name}' requested "
-               f"{_requested(op)}. Colocation members and their requested devices: {lines}.")
+        why = (f"Cannot colocate {len(members)} nodes ({_few([op] + others)}): {what} of "
+               f"the colocation group. Operation '{op.name}' requested {_requested(op)}. "
+               f"Members by requested device: {lines}.{kernels_line}")
     return InvalidArgumentError(None, op, head + why + tail)
 
 
