@@ -140,14 +140,36 @@ def _dequeue_many_kernel(allow_smaller):
     return kernel
 
 
+def _dequeue_start(many, allow_smaller):
+    """The non-blocking form of a dequeue kernel (OpDef.start: 2015 paper §5.3)."""
+    def start(ctx, inputs, attrs, done):
+        queue = _queue(inputs)
+
+        def finished(error, elements):
+            if error is not None:
+                done(error, None)
+            elif many:
+                done(None, queue_state.stack_components(queue, elements))
+            else:
+                done(None, list(elements[0]))
+
+        return queue.dequeue_async(attrs["n"] if many else None, allow_smaller, ctx.op,
+                                   finished)
+
+    return start
+
+
 DEQUEUE = OpDef("QueueDequeueV2", _dequeue_infer, _dequeue_kernel, traits=_WAITS,
-                default_name="dequeue", doc="Takes one element; waits while it is empty.")
+                default_name="dequeue", doc="Takes one element; waits while it is empty.",
+                start=_dequeue_start(False, False))
 DEQUEUE_MANY = OpDef("QueueDequeueManyV2", _dequeue_many_infer, _dequeue_many_kernel(False),
                      traits=_WAITS, default_name="dequeue_many",
-                     doc="Takes n elements, stacked along a new first axis.")
+                     doc="Takes n elements, stacked along a new first axis.",
+                     start=_dequeue_start(True, False))
 DEQUEUE_UP_TO = OpDef("QueueDequeueUpToV2", _dequeue_many_infer, _dequeue_many_kernel(True),
                       traits=_WAITS, default_name="dequeue_up_to",
-                      doc="Takes n elements, or what is left of a closed queue.")
+                      doc="Takes n elements, or what is left of a closed queue.",
+                      start=_dequeue_start(True, True))
 
 
 def _size_infer(op):

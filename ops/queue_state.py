@@ -9,6 +9,9 @@ fail with OutOfRangeError once too little remains; with `cancel_pending_enqueues
 and later enqueues fail with CancelledError (without it, later enqueues fail the same way:
 a closed queue takes nothing new).  Elements are never copied: kernels never mutate arrays.
 
+`dequeue_async` is the non-blocking form (2015 paper §5.3): the dequeue is registered and
+finished by the enqueue or close that makes it possible, holding no thread meanwhile.
+
 Kinds: FIFO; RANDOM_SHUFFLE (dequeues pick uniformly among the elements, and leave at least
 `min_after_dequeue` behind until the queue is closed); PADDING_FIFO (dequeue_many pads each
 component to the batch's largest shape with zeros).
@@ -46,6 +49,7 @@ class Queue:
         self.closed = False
         self.cancelled = False
         self.rng = np.random.default_rng(seed)
+        self.waiters = collections.deque()   # dequeues waiting without a thread (_Waiter)
 
     # --- waiting ----------------------------------------------------------------------------
     def _wait(self, ready, deadline, op, doing: str) -> None:
@@ -63,18 +67,25 @@ class Queue:
         """Add `elements` (tuples of arrays) in order, waiting for room."""
         for element in elements:
             self._check(element, op)
-        with self.cond:
-            for element in elements:
-                if self.closed:
-                    raise CancelledError(None, op, f"Queue '{self.name}' is closed: it takes "
-                                                   "no more elements.")
-                self._wait(lambda: self.closed or self.capacity is None
-                           or len(self.items) < self.capacity, deadline, op, "enqueueing to")
-                if self.closed:
-                    raise CancelledError(None, op, f"Queue '{self.name}' was closed while an "
-                                                   "enqueue waited.")
-                self.items.append(element)
-                self.cond.notify_all()
+        served = []
+        try:
+            with self.cond:
+                for element in elements:
+                    if self.closed:
+                        raise CancelledError(None, op, f"Queue '{self.name}' is closed: it "
+                                                       "takes no more elements.")
+                    self._wait(lambda: self.closed or self.capacity is None
+                               or len(self.items) < self.capacity, deadline, op,
+                               "enqueueing to")
+                    if self.closed:
+                        raise CancelledError(None, op, f"Queue '{self.name}' was closed while "
+                                                       "an enqueue waited.")
+                    self.items.append(element)
+                    self.cond.notify_all()
+                    served.extend(self._serve())
+        finally:   # the async dequeues served are told outside the lock
+            for waiter, error, taken in served:
+                waiter.done(error, taken)
 
     def dequeue(self, n: int | None, allow_smaller: bool, deadline, op) -> list:
         """Take one element (`n` None) or `n` of them; returns the list of elements."""
@@ -94,6 +105,51 @@ class Queue:
             self.cond.notify_all()
         return taken
 
+    def dequeue_async(self, n: int | None, allow_smaller: bool, op, done):
+        """Take one element (`n` None) or `n` of them without holding a thread:
+        `done(error, elements)` is called once, now or from the thread whose enqueue or
+        close makes it possible.  Returns a cancel function (True: withdrawn in time)."""
+        waiter = _Waiter(1 if n is None else n, allow_smaller, op, done)
+        with self.cond:
+            self.waiters.append(waiter)
+            served = self._serve()
+        for w, error, taken in served:
+            w.done(error, taken)
+
+        def cancel() -> bool:
+            with self.cond:
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+                    return True
+                return False
+        return cancel
+
+    def _serve(self) -> list:
+        """(waiter, error, elements) of the waiting async dequeues that can finish now, in
+        arrival order (caller holds the lock; callbacks run after it is released)."""
+        out = []
+        keep = self.min_after_dequeue if self.kind is QueueKind.RANDOM_SHUFFLE else 0
+        while self.waiters:
+            w = self.waiters[0]
+            available = len(self.items)
+            if available >= w.want + keep:
+                taken = [self._take() for _ in range(w.want)]
+            elif not self.closed:
+                break
+            elif w.allow_smaller and available > 0:
+                taken = [self._take() for _ in range(available)]
+            else:
+                self.waiters.popleft()
+                out.append((w, OutOfRangeError(
+                    None, w.op, f"Queue '{self.name}' is closed and has insufficient "
+                                f"elements (requested {w.want}, current size {available})."),
+                            None))
+                continue
+            self.waiters.popleft()
+            out.append((w, None, taken))
+            self.cond.notify_all()
+        return out
+
     def _take(self):
         if self.kind is QueueKind.RANDOM_SHUFFLE:
             i = int(self.rng.integers(len(self.items)))
@@ -112,6 +168,9 @@ class Queue:
             self.closed = True
             self.cancelled = self.cancelled or cancel_pending_enqueues
             self.cond.notify_all()
+            served = self._serve()
+        for waiter, error, taken in served:
+            waiter.done(error, taken)
 
     def _check(self, element, op) -> None:
         if len(element) != len(self.dtypes):
@@ -129,6 +188,15 @@ class Queue:
                     None, op, f"Queue '{self.name}': component {i} of an element has shape "
                               f"{tuple(value.shape)}, but the queue's shape is "
                               f"{tuple('?' if d is None else d for d in shape)}.")
+
+
+class _Waiter:
+    """A dequeue waiting without a thread (Queue.dequeue_async)."""
+
+    __slots__ = ("want", "allow_smaller", "op", "done")
+
+    def __init__(self, want, allow_smaller, op, done):
+        self.want, self.allow_smaller, self.op, self.done = want, allow_smaller, op, done
 
 
 def stack_components(queue: Queue, elements: list) -> list:

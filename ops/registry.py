@@ -59,6 +59,11 @@ class OpDef:
     gradient: Callable | None = None
     lower: Callable | None = None
     doc: str = ""
+    # start(ctx, inputs, attrs, done) -> cancel: a kernel that waits without a thread
+    # (2015 paper §5.3): it calls done(error, outputs) once, maybe later from another
+    # thread; cancel() withdraws it if it has not finished (False: too late).  The
+    # multi-device executor uses it (runtime/device_executor.py); others call `kernel`.
+    start: Callable | None = None
 
     def __post_init__(self):
         # frozen: normalize the fields once, here, through object.__setattr__

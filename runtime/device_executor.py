@@ -14,9 +14,10 @@ with the control-flow executor.
 executor state (values, pending counts, its allocator's account), multiplexed by one
 scheduling loop in the calling thread.  Work runs on the device's own thread pool under the
 device's kernel slot (runtime/devices.py), so two devices' compiled kernels run at once.
-Non-blocking Recv (§5.3): a Recv registers a callback with the rendezvous and holds no
-thread; when the value arrives its consumers become ready.  A graph with more pending
-Recvs than threads cannot deadlock.  Each device frees a value when its last reader on that
+Non-blocking kernels (§5.3): a Recv registers a callback with the rendezvous, and a queue's
+dequeue with the queue (`OpDef.start`), and neither holds a thread; when the value arrives
+their consumers become ready (a failing step withdraws its waiting dequeues).  A graph with
+more pending Recvs than threads cannot deadlock.  Each device frees a value when its last reader on that
 device has run, and `device.allocator` tracks the bytes it holds (in use and peak).
 
 Errors: the first failure aborts the rendezvous, which hands the error to every waiting
@@ -274,6 +275,7 @@ class _Step:
         self.done = queue.SimpleQueue()
         self.in_flight = 0
         self.error = None
+        self.cancels = []   # of the kernels waiting without a thread (OpDef.start)
         self.t0 = time.perf_counter()
         # the cost model learns from a plan's first steps, then from one step in 64
         runs = plans[0].runs if plans else 0
@@ -307,6 +309,9 @@ class _Step:
                         tr = node.transfer
                         if tr.tensor is not None:
                             self.values[k][tr.tensor] = node.received(value)
+                    elif type(node) is Operation and node.op_def.start is not None:
+                        for t, v in zip(node.outputs, value):   # it waited: OpDef.start
+                            self.values[k][t] = v
                     self.finish(k, i, timing, ready)
         if self.error is not None:
             for k, plan in enumerate(self.plans):     # the step's values are dropped
@@ -334,6 +339,9 @@ class _Step:
         if self.error is None:
             self.error = self.rendezvous.error or error
             self.rendezvous.abort(self.error)
+            for cancel in self.cancels:     # waiting dequeues leave their queues
+                if cancel():
+                    self.in_flight -= 1
 
     def start(self, k, i, ready):
         plan = self.plans[k]
@@ -349,6 +357,9 @@ class _Step:
 
             self.rendezvous.recv_async(key_of(node.transfer, self.step_id), arrived)
             return
+        if kind is Operation and node.op_def.start is not None:
+            self.start_waiting(k, i, node)
+            return
         if kind is SendStep or (kind is Operation and not self.worth_a_thread(k, node)):
             started = time.perf_counter()
             try:
@@ -361,6 +372,26 @@ class _Step:
             return
         self.in_flight += 1
         plan.device.pool.submit(self.task, k, i)
+
+    def start_waiting(self, k, i, op):
+        """Start a kernel that waits without a thread (a queue's dequeue: OpDef.start)."""
+        values = self.values[k]
+        refs = op.op_def.ref_inputs
+        inputs = [v.read(op) if type(v) is VariableRef and j not in refs else v
+                  for j, v in enumerate(values[t] for t in op.inputs)]
+        started = time.perf_counter()
+        self.in_flight += 1
+
+        def done(error, outputs, k=k, i=i, started=started):
+            self.done.put((k, i, error, outputs,
+                           (started, time.perf_counter(), threading.get_ident())))
+
+        ctx = executor.KernelContext(op, self.state, self.deadline)
+        try:
+            self.cancels.append(op.op_def.start(ctx, inputs, op._attrs, done))
+        except BaseException as e:  # noqa: BLE001 - bad input: ends the step
+            self.in_flight -= 1
+            self.fail(e)
 
     def worth_a_thread(self, k, node) -> bool:
         if Trait.BLOCKING in node.op_def.traits:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import importlib.util
 import os
 import threading
 from collections.abc import Callable
@@ -78,9 +80,19 @@ def _cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@functools.lru_cache(maxsize=1)
 def _gpu_count() -> int:
-    """GPUs numba-cuda sees (0 without it: the CUDA target comes with its own issue)."""
-    return 0
+    """GPUs numba-cuda sees (0 without the package or a driver).  Asked only when a
+    Session's device_count or a listing wants GPUs; the CUDA target that would compile
+    their kernels is its own piece of work, so a GPU device has no kernels yet."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        return 0
+    try:
+        from numba import cuda
+
+        return len(cuda.gpus) if cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no driver, no device: the same to a listing
+        return 0
 
 
 _REGISTRY: dict = {

@@ -421,3 +421,45 @@ def test_while_loop_on_another_device(jit):
     with tf.Session(graph=g, config=_config(jit)) as sess:
         np.testing.assert_allclose(sess.run(final, {n: 6}), want.sum())
         np.testing.assert_allclose(sess.run(final, {n: 0}), (np.linspace(0, 1, 5) * 2).sum())
+
+
+# --- dequeues that wait without a thread ------------------------------------------------------
+
+
+def test_a_waiting_dequeue_holds_no_thread():
+    """On CPU:1 (one thread) a dequeue is started before the enqueue that feeds it, in the
+    same step: a dequeue that held the device's only thread would wait forever."""
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:1"):
+            q = tf.FIFOQueue(4, [tf.float64], shapes=[[3]])
+            got = q.dequeue()
+            put = q.enqueue([tf.constant(np.arange(3.0)) * 2.0])
+        with tf.device("/cpu:0"):
+            total = tf.reduce_sum(got)
+    config = _config(device_count={"CPU": 2})
+    with tf.Session(graph=g, config=config) as sess:
+        value, _ = sess.run([total, put], options=tf.RunOptions(timeout_in_ms=30000))
+        assert value == 6.0
+        sess.run(q.close())
+        with pytest.raises(tf.errors.OutOfRangeError, match="closed"):
+            sess.run(total, options=tf.RunOptions(timeout_in_ms=30000))
+
+
+def test_a_failing_step_withdraws_its_waiting_dequeue():
+    g = tf.Graph()
+    with g.as_default():
+        flag = tf.placeholder(tf.bool, [])
+        with tf.device("/cpu:1"):
+            q = tf.FIFOQueue(4, [tf.float64], shapes=[[]])
+            got = q.dequeue()
+        with tf.device("/cpu:0"):
+            broken = tf.cond(flag, lambda: _op(FAIL, tf.constant(1.0, tf.float64)),
+                             lambda: tf.constant(2.0, tf.float64))
+            both = got + broken
+        put = q.enqueue([tf.constant(5.0, tf.float64)])
+    with tf.Session(graph=g, config=_config()) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="device 0 broke"):
+            sess.run(both, {flag: True}, options=tf.RunOptions(timeout_in_ms=30000))
+        sess.run(put)                # the withdrawn dequeue took nothing: the next one gets it
+        assert sess.run(both, {flag: False}) == 7.0

@@ -273,3 +273,67 @@ def test_shuffle_batch_and_a_coordinator_reporting_a_thread_error():
         with pytest.raises(ValueError, match="a reader failed"):
             coord.join([])
         del values
+
+
+# --- dequeues without a thread (Queue.dequeue_async) ------------------------------------------
+
+
+def _state_queue(capacity=4):
+    from flowjit.ops.queue_state import Queue, QueueKind
+    return Queue("q", QueueKind.FIFO, [np.float64], None, capacity)
+
+
+def test_async_dequeue_is_served_by_a_later_enqueue_in_order():
+    q = _state_queue()
+    got = []
+    q.dequeue_async(None, False, None, lambda e, v: got.append(("first", e, v)))
+    q.dequeue_async(2, False, None, lambda e, v: got.append(("second", e, v)))
+    assert got == []
+    q.enqueue([(np.float64(1),), (np.float64(2),)], None, None)
+    assert [g[0] for g in got] == ["first"] and got[0][2] == [(1.0,)]
+    q.enqueue([(np.float64(3),)], None, None)
+    assert got[1][0] == "second" and got[1][2] == [(2.0,), (3.0,)]
+    assert q.size() == 0
+
+
+def test_async_dequeue_on_a_closed_queue():
+    q = _state_queue()
+    got = []
+    q.dequeue_async(3, True, None, lambda e, v: got.append((e, v)))
+    q.dequeue_async(None, False, None, lambda e, v: got.append((e, v)))
+    q.enqueue([(np.float64(1),)], None, None)
+    assert got == []
+    q.close()
+    assert got[0] == (None, [(1.0,)])                     # dequeue_up_to takes what is left
+    assert isinstance(got[1][0], tf.errors.OutOfRangeError) and got[1][1] is None
+
+
+def test_cancelled_async_dequeue_takes_nothing():
+    q = _state_queue()
+    got = []
+    cancel = q.dequeue_async(None, False, None, lambda e, v: got.append(v))
+    assert cancel() is True
+    q.enqueue([(np.float64(4),)], None, None)
+    assert got == [] and q.size() == 1
+    assert cancel() is False
+
+
+def test_async_dequeues_from_many_threads_lose_nothing():
+    import threading
+    q = _state_queue(capacity=8)
+    got, lock = [], threading.Lock()
+
+    def take(e, v):
+        with lock:
+            got.append(float(v[0][0]))
+
+    for _ in range(100):
+        q.dequeue_async(None, False, None, take)
+    producers = [threading.Thread(target=lambda k=k: q.enqueue(
+        [(np.float64(k * 25 + j),) for j in range(25)], 10.0 + __import__("time").monotonic(),
+        None)) for k in range(4)]
+    for p in producers:
+        p.start()
+    for p in producers:
+        p.join(20)
+    assert sorted(got) == list(range(100))
