@@ -17,8 +17,9 @@ device's kernel slot (runtime/devices.py), so two devices' compiled kernels run 
 Non-blocking kernels (§5.3): a Recv registers a callback with the rendezvous, and a queue's
 dequeue with the queue (`OpDef.start`), and neither holds a thread; when the value arrives
 their consumers become ready (a failing step withdraws its waiting dequeues).  A graph with
-more pending Recvs than threads cannot deadlock.  Each device frees a value when its last reader on that
-device has run, and `device.allocator` tracks the bytes it holds (in use and peak).
+more pending Recvs than threads cannot deadlock.  Each device frees a value when its last
+reader on that device has run, and `device.allocator` tracks the bytes it holds (in use and
+peak).
 
 Errors: the first failure aborts the rendezvous, which hands the error to every waiting
 Recv on every device; no new node starts anywhere, running ones finish, and the step
