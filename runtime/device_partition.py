@@ -13,7 +13,7 @@ transferred: every device reads the feed directly.
 `RunMetadata.partition_graphs`, with TensorFlow's `_Send`/`_Recv` nodes (attrs
 tensor_name, send_device, recv_device, client_terminated, T) standing for the transfers.
 The user's graph is never changed: Send and Recv are runtime steps
-(runtime/device_executor.py), and these GraphDefs only describe them.
+(runtime/device_plan.py), and these GraphDefs only describe them.
 """
 
 from __future__ import annotations

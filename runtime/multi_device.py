@@ -8,7 +8,7 @@
 3. partition the ops per device with a Send/Recv pair on every cross-device edge
    (runtime/device_partition.py);
 4. build each device's plan: its own clusters, Sends and Recvs, Recvs scheduled ALAP
-   (runtime/device_executor.py, runtime/recv_schedule.py).
+   (runtime/device_plan.py, runtime/recv_schedule.py).
 `run(feeds, state, ...)` executes a step (runtime/device_executor.py) and returns the
 fetched values.  `log_device_placement` prints TensorFlow's "op: (Type): device" lines
 when a plan is built; `partition_graphs()` describes every device's partition for
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from . import device_executor, device_partition, placement
+from . import device_executor, device_partition, device_plan, placement
 from .config import PlacementOptions, RecvScheduling
 from .control_flow_executor import needs_control_flow, nested_ops
 from .executor import needed_ops
@@ -73,7 +73,7 @@ class MultiDevicePlan:
         if config.log_device_placement:
             print(placement.placement_log(placed), file=sys.stderr, flush=True)
         parts = device_partition.partition(ops, placed, fed, options.compress_transfers)
-        plans = device_executor.build_device_plans(
+        plans = device_plan.build_device_plans(
             parts, placed, fetches, fed, group, cost_model,
             alap=options.recv_scheduling is RecvScheduling.ALAP)
         return cls(ops, placed, parts, plans, fetches)

@@ -49,7 +49,7 @@ def partition(ops, fed, max_ops: int = 0, updates: bool = True,
     edges; with `updates`, variable updates join them (runtime/cluster_updates.py); `renders`
     as for `clusterable`; `exclude(op)` true keeps an op out (a plan with control flow keeps
     its branches and loops out: runtime/control_flow_executor.py); `colour(op)`, when
-    given, keeps ops of different colours (devices: runtime/device_executor.py) in
+    given, keeps ops of different colours (devices: runtime/device_plan.py) in
     different groups, with ONE cycle check over all of them, so clusters of two devices
     never wait on each other both ways."""
     index = {op: i for i, op in enumerate(ops)}
