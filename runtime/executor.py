@@ -150,7 +150,7 @@ def _link(nodes, fed, merged=None, folded=()) -> Plan:
         d.discard(i)
         d.discard(None)
         deps.append(d)
-    order = _topological_order(deps)
+    order = topological_order(deps)
     position = {old: new for new, old in enumerate(order)}
     nodes = [nodes[i] for i in order]
     deps = [sorted(position[d] for d in deps[i]) for i in order]
@@ -163,7 +163,7 @@ def _link(nodes, fed, merged=None, folded=()) -> Plan:
     return Plan(nodes, pending, consumers, roots, _has_width(nodes, deps))
 
 
-def _topological_order(deps) -> list:
+def topological_order(deps) -> list:
     """Node indices so that each comes after its dependencies (stable: Kahn's algorithm
     taking the lowest ready index first keeps graph order when there are no steps)."""
     waiting = [len(d) for d in deps]

@@ -16,6 +16,7 @@ plan's dependency lists change; the user's graph is not touched.
 from __future__ import annotations
 
 from ..compiler.core.node import Operation
+from .executor import topological_order
 
 _DEFAULT_OP_SECONDS = 1e-6
 _MAX_WORK = 2_000_000     # recvs x nodes beyond which the anchors are not searched
@@ -60,7 +61,7 @@ def _times(plan, cost_model):
     """(earliest finish, latest start) per node of one device plan, from cost estimates."""
     nodes = plan.nodes
     cost = [_cost(n, cost_model) for n in nodes]
-    order = _topological(plan.deps)
+    order = topological_order(plan.deps)
     finish = [0.0] * len(nodes)
     for i in order:
         finish[i] = max((finish[d] for d in plan.deps[i]), default=0.0) + cost[i]
@@ -114,22 +115,3 @@ def _cost(node, cost_model) -> float:
 
 def _ops(node) -> tuple:
     return (node,) if type(node) is Operation else tuple(node.ops)
-
-
-def _topological(deps) -> list:
-    waiting = [len(d) for d in deps]
-    users = [[] for _ in deps]
-    for i, d in enumerate(deps):
-        for j in d:
-            users[j].append(i)
-    order = [i for i, w in enumerate(waiting) if w == 0]
-    k = 0
-    while k < len(order):
-        for u in users[order[k]]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                order.append(u)
-        k += 1
-    return order
-
-

@@ -66,3 +66,28 @@ def assert_like_recorded(name, got_structure, got, want_structure, want, toleran
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
         else:
             np.testing.assert_array_equal(g, w, err_msg=where)
+
+
+def load_recorded_programs(module_name):
+    """(programs module, recorded arrays) of `tests/fixtures/<module_name>.py` and its
+    `.npz` written by fixtures/record_tf1.py."""
+    import importlib.util
+    import os
+
+    import numpy as np
+
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    spec = importlib.util.spec_from_file_location(f"flowjit_{module_name}",
+                                                  os.path.join(fixtures, module_name + ".py"))
+    programs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)
+    return programs, dict(np.load(os.path.join(fixtures, module_name + ".npz")))
+
+
+def recorded_result(recorded, name):
+    """(structure string, leaf arrays) TensorFlow recorded for program `name`."""
+    leaves, i = [], 0
+    while f"{name}:{i}" in recorded:
+        leaves.append(recorded[f"{name}:{i}"])
+        i += 1
+    return str(recorded[f"{name}:structure"]), leaves

@@ -9,32 +9,16 @@ compiled kernels, and must agree with TensorFlow in nesting, dtypes, shapes and 
 its placement log names both devices.
 """
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 import flowjit as tf
-from conftest import assert_like_recorded
+from conftest import assert_like_recorded, load_recorded_programs, recorded_result
 from flowjit.runtime import session as session_module
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-_spec = importlib.util.spec_from_file_location("flowjit_tf1_devices",
-                                               os.path.join(FIXTURES, "tf1_devices.py"))
-PROGRAMS = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(PROGRAMS)
-RECORDED = dict(np.load(os.path.join(FIXTURES, "tf1_devices.npz")))
+PROGRAMS, RECORDED = load_recorded_programs("tf1_devices")
 # float64: 25 gradient steps summed in another order than TensorFlow drift by ~1e-8
 TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-7, 1e-9)}
-
-
-def _expected(name):
-    leaves, i = [], 0
-    while f"{name}:{i}" in RECORDED:
-        leaves.append(RECORDED[f"{name}:{i}"])
-        i += 1
-    return str(RECORDED[f"{name}:structure"]), leaves
 
 
 def test_fixture_covers_every_program():
@@ -50,7 +34,7 @@ def test_program_matches_tensorflow(name, policy, monkeypatch, capsys):
                             lambda config: tf.JitOptions.always(target="reference"))
     else:
         monkeypatch.setenv("FLOWJIT_JIT", policy)
-    want_structure, want = _expected(name)
+    want_structure, want = recorded_result(RECORDED, name)
     got_structure, got = PROGRAMS.run_program(tf, name)
     assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)
     log = capsys.readouterr().err
