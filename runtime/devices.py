@@ -198,17 +198,36 @@ class Device:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    @contextlib.contextmanager
-    def kernel_slot(self, target_kind: TargetKind = TargetKind.CPU):
-        """Hold this device for one compiled kernel call (module docstring)."""
-        target = get_target(target_kind)
-        with contextlib.ExitStack() as stack:
-            if not target.concurrent_launches():
-                stack.enter_context(_PROCESS_KERNEL_LOCK)
-            stack.enter_context(self.kernel_lock)
-            if self.share_threads:
-                target.set_thread_count(self.threads)
-            yield
+    def kernel_slot(self, target_kind: TargetKind = TargetKind.CPU) -> "_KernelSlot":
+        """Hold this device for one compiled kernel call (module docstring):
+        `with device.kernel_slot(kind): kernel(...)`."""
+        return _KernelSlot(self, get_target(target_kind))
+
+
+class _KernelSlot:
+    """The device's kernel lock (the process-wide one instead when the target cannot take
+    launches from several threads), and the thread count of the calling thread set to the
+    device's share (only when it changes: the setting is the thread's own)."""
+
+    __slots__ = ("device", "target", "lock")
+
+    def __init__(self, device: Device, target):
+        self.device = device
+        self.target = target
+        self.lock = device.kernel_lock if target.concurrent_launches() \
+            else _PROCESS_KERNEL_LOCK
+
+    def __enter__(self):
+        self.lock.acquire()
+        device = self.device
+        if device.share_threads and getattr(_running, "threads", None) != device.threads:
+            self.target.set_thread_count(device.threads)
+            _running.threads = device.threads
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
 
 
 _running = threading.local()
@@ -216,6 +235,7 @@ _running = threading.local()
 
 def _enter(device: Device) -> None:
     _running.device = device
+    _running.threads = None   # the pool's threads start with the layer's default
 
 
 def running_on() -> Device:

@@ -236,3 +236,37 @@ def test_many_threads_send_and_receive_every_value_once():
         t.join(20)
     assert sorted(got) == list(range(0, n, 2))
     assert len(r.pending()[0]) == n // 2     # the odd ones: sent, never asked for
+
+
+def test_kernel_slot_gives_the_calling_thread_the_devices_share_only():
+    numba = pytest.importorskip("numba")
+    from flowjit.targets.cpu import native
+
+    native.ensure_runtime(parallel=True)          # the threading layer is running
+    default = numba.get_num_threads()
+    device = devices.Device(devices.CPU, 5, threads=1)
+    seen = {}
+
+    def work():
+        with device.kernel_slot():
+            seen["inside"] = numba.get_num_threads()
+            seen["locked"] = device.kernel_lock.locked() or not \
+                native.concurrent_launches()
+
+    with devices.running(device):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join(10)
+    assert seen == {"inside": 1, "locked": True}
+    assert numba.get_num_threads() == default      # this thread's setting is untouched
+
+
+def test_kernel_slot_serializes_one_devices_kernels():
+    device = devices.Device(devices.CPU, 6, threads=1)
+    other = devices.Device(devices.CPU, 7, threads=1)
+    with device.kernel_slot():
+        assert not device.kernel_slot().lock.acquire(blocking=False) or \
+            not device.kernel_slot().target.concurrent_launches()
+        if other.kernel_slot().target.concurrent_launches():
+            assert other.kernel_slot().lock.acquire(blocking=False)   # another device: free
+            other.kernel_slot().lock.release()

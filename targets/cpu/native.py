@@ -198,11 +198,12 @@ def set_thread_count(count: int) -> None:
 
 def concurrent_launches() -> bool:
     """Whether kernels may be launched from several threads at once: numba's tbb and omp
-    layers are thread-safe, its workqueue layer is not (it aborts the process)."""
-    with _lock:
-        layer = (_runtime or {}).get("layer_name")
+    layers are thread-safe, its workqueue layer is not (it aborts the process).  Before the
+    layer is started, the answer for the layer numba would pick first."""
+    runtime = _runtime
+    layer = runtime.get("layer_name") if runtime is not None else None
     if layer is None:
-        layer = _layer_order()[0] if _layer_order()[:1] == ["workqueue"] else None
+        layer = _layer_order()[0]
     return layer != "workqueue"
 
 
