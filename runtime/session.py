@@ -293,6 +293,9 @@ class Session:
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False)
+        for device in getattr(self, "_devices", ()):
+            if device is not devices.host_device() and device._pool is not None:
+                device._pool.shutdown(wait=False)   # a session dropped without close()
 
 
 class InteractiveSession(Session):
