@@ -172,16 +172,19 @@ class Session:
         """How this session runs its steps so far: what the graph optimizer did to its plans
         (one line), then every compiled cluster of every plan run (its inputs, ops and
         outputs), and per input signature whether its compiled kernel or the reference
-        kernels run, and why (the tiered policy's decisions)."""
+        kernels run, and why (the tiered policy's decisions).  With several devices, each
+        cluster says which device runs it."""
         steps, seen = [], set()
-        node_lists = [plan.ops for plan in self._plans.values()] + \
-            [list(plan.nodes()) for plan in self._multi_plans.values()]
-        for nodes in node_lists:
+        node_lists = [(None, plan.ops) for plan in self._plans.values()] + \
+            [(p.device.name, p.nodes) for plan in self._multi_plans.values()
+             for p in plan.plans]
+        for device, nodes in node_lists:
             for node in nodes:
                 if (isinstance(node, clustering.ClusterStep) or hasattr(node, "loop")) \
                         and id(node) not in seen:
                     seen.add(id(node))
-                    steps.append(node.explain())
+                    text = node.explain()
+                    steps.append(text if device is None else f"on {device}: {text}")
         if not steps:
             steps = ["no clusters: every op runs with its reference kernel"]
         return "\n\n".join([self._explain_rewrites()] + steps)

@@ -463,3 +463,13 @@ def test_a_failing_step_withdraws_its_waiting_dequeue():
             sess.run(both, {flag: True}, options=tf.RunOptions(timeout_in_ms=30000))
         sess.run(put)                # the withdrawn dequeue took nothing: the next one gets it
         assert sess.run(both, {flag: False}) == 7.0
+
+
+def test_explain_names_each_clusters_device():
+    g, x, y, z, step, init = _split_graph()
+    with tf.Session(graph=g, config=_config("always")) as sess:
+        sess.run(init)
+        sess.run([y, z], {x: np.ones((2, 5), np.float32)})
+        text = sess.explain()
+    assert "on /job:localhost/replica:0/task:0/device:CPU:0: cluster" in text
+    assert "on /job:localhost/replica:0/task:0/device:CPU:1: cluster" in text
