@@ -173,6 +173,7 @@ class Device:
         self.kernel_lock = threading.Lock()
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._slots: dict = {}       # TargetKind -> _KernelSlot
         self.share_threads = True    # set the kernels' thread count (False: the host default)
 
     def __repr__(self):
@@ -201,36 +202,53 @@ class Device:
     def kernel_slot(self, target_kind: TargetKind = TargetKind.CPU) -> "_KernelSlot":
         """Hold this device for one compiled kernel call (module docstring):
         `with device.kernel_slot(kind): kernel(...)`."""
-        return _KernelSlot(self, get_target(target_kind))
+        slot = self._slots.get(target_kind)
+        if slot is None:
+            slot = self._slots[target_kind] = _KernelSlot(self, get_target(target_kind))
+        if not self.share_threads and slot.target.concurrent_launches():
+            return self.kernel_lock     # the host device: its lock is the whole slot
+        return slot
 
 
 class _KernelSlot:
-    """The device's kernel lock (the process-wide one instead when the target cannot take
+    """The device's kernel lock (the process-wide one instead while the target cannot take
     launches from several threads), and the thread count of the calling thread set to the
-    device's share (only when it changes: the setting is the thread's own)."""
+    device's share (only when it changes: the setting is the thread's own).  One per device
+    and target; the lock a thread took is remembered in its thread-local state."""
 
-    __slots__ = ("device", "target", "lock")
+    __slots__ = ("device", "target")
 
     def __init__(self, device: Device, target):
         self.device = device
         self.target = target
-        self.lock = device.kernel_lock if target.concurrent_launches() \
-            else _PROCESS_KERNEL_LOCK
 
     def __enter__(self):
-        self.lock.acquire()
         device = self.device
-        if device.share_threads and getattr(_running, "threads", None) != device.threads:
+        lock = device.kernel_lock if self.target.concurrent_launches() \
+            else _PROCESS_KERNEL_LOCK
+        lock.acquire()
+        _running.held = lock
+        if device.share_threads and _running.threads != device.threads:
             self.target.set_thread_count(device.threads)
             _running.threads = device.threads
         return self
 
     def __exit__(self, *exc):
-        self.lock.release()
+        _running.held.release()
         return False
 
 
-_running = threading.local()
+class _Running(threading.local):
+    """Per thread: the device it runs for, the kernel thread count it last set, the kernel
+    lock it holds (class attributes are the defaults: a missing attribute would cost an
+    exception on every kernel call)."""
+
+    device = None
+    threads = None
+    held = None
+
+
+_running = _Running()
 
 
 def _enter(device: Device) -> None:
@@ -240,14 +258,16 @@ def _enter(device: Device) -> None:
 
 def running_on() -> Device:
     """The device the calling thread runs ops for (the host device outside executors)."""
-    device = getattr(_running, "device", None)
-    return device if device is not None else host_device()
+    device = _running.device
+    if device is not None:
+        return device
+    return _HOST if _HOST is not None else host_device()
 
 
 @contextlib.contextmanager
 def running(device: Device):
     """Run the block as `device` (the calling thread's kernels take its slot)."""
-    saved = getattr(_running, "device", None)
+    saved = _running.device
     _running.device = device
     try:
         yield device

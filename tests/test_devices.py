@@ -264,9 +264,10 @@ def test_kernel_slot_gives_the_calling_thread_the_devices_share_only():
 def test_kernel_slot_serializes_one_devices_kernels():
     device = devices.Device(devices.CPU, 6, threads=1)
     other = devices.Device(devices.CPU, 7, threads=1)
+    concurrent = device.kernel_slot().target.concurrent_launches()
     with device.kernel_slot():
-        assert not device.kernel_slot().lock.acquire(blocking=False) or \
-            not device.kernel_slot().target.concurrent_launches()
-        if other.kernel_slot().target.concurrent_launches():
-            assert other.kernel_slot().lock.acquire(blocking=False)   # another device: free
-            other.kernel_slot().lock.release()
+        held = device.kernel_lock if concurrent else devices._PROCESS_KERNEL_LOCK
+        assert held.locked()
+        if concurrent:
+            assert not other.kernel_lock.locked()    # another device's kernels may run
+    assert not held.locked()

@@ -200,11 +200,17 @@ def concurrent_launches() -> bool:
     """Whether kernels may be launched from several threads at once: numba's tbb and omp
     layers are thread-safe, its workqueue layer is not (it aborts the process).  Before the
     layer is started, the answer for the layer numba would pick first."""
+    global _first_choice
     runtime = _runtime
     layer = runtime.get("layer_name") if runtime is not None else None
     if layer is None:
-        layer = _layer_order()[0]
+        if _first_choice is None:
+            _first_choice = _layer_order()[0]
+        layer = _first_choice
     return layer != "workqueue"
+
+
+_first_choice = None   # the layer numba tries first (concurrent_launches, before it runs)
 
 
 def ensure_runtime(parallel: bool) -> dict:
