@@ -15,7 +15,8 @@ peak).
 
 Errors: the first failure aborts the rendezvous, which hands the error to every waiting
 Recv on every device; no new node starts anywhere, running ones finish, and the step
-raises the first error (a deadline is such an error too).  The next step has a fresh
+raises the first error.  At the deadline the step raises at once (DeadlineExceededError),
+as the one-device executor does, and kernels still running finish unobserved.  The next step has a fresh
 rendezvous, so the session keeps working.
 """
 
@@ -84,9 +85,11 @@ class _Step:
                 try:
                     k, i, exc, value, timing = self.done.get(timeout=timeout)
                 except queue.Empty:
+                    # as the one-device executor: the step ends at its deadline, and kernels
+                    # still running finish in their pools with nobody waiting for them
                     self.fail(DeadlineExceededError(None, None, "Timed out waiting for the "
                                                     "run to finish (RunOptions.timeout_in_ms)."))
-                    continue
+                    break
                 self.in_flight -= 1
                 if exc is not None:
                     self.fail(exc)

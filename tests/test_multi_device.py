@@ -35,6 +35,7 @@ def _fail_kernel(ctx, inputs, attrs):
 
 def _wait_kernel(ctx, inputs, attrs):
     attrs["event"].wait(attrs.get("seconds", 10))
+    attrs.get("finished", []).append(True)
     return [inputs[0]]
 
 
@@ -254,14 +255,16 @@ def test_a_failing_device_ends_the_step_everywhere_and_the_session_goes_on():
 def test_the_deadline_aborts_every_device():
     g = tf.Graph()
     event = threading.Event()
+    finished = []
     with g.as_default():
         with tf.device("/cpu:0"):
-            stuck = _op(WAIT, tf.constant(1.0), event=event, seconds=5)
+            stuck = _op(WAIT, tf.constant(1.0), event=event, seconds=30, finished=finished)
         with tf.device("/cpu:1"):
             out = stuck + 1.0
     with tf.Session(graph=g, config=_config()) as sess:
         with pytest.raises(tf.errors.DeadlineExceededError):
             sess.run(out, options=tf.RunOptions(timeout_in_ms=100))
+        assert finished == []      # raised at the deadline, not when the stuck op ended
         event.set()
         assert sess.run(out) == 2.0
 
