@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from ..targets.cpu.build import wait_for_cache_writes
 from ..targets.cpu.target import TARGET as CPU
+from ..targets.cuda.target import TARGET as CUDA
 from ..targets.reference.target import TARGET as REFERENCE
 from ..targets.target import Target, TargetKind
 
 DEFAULT = TargetKind.CPU
 
-_TARGETS = {TargetKind.CPU: CPU, TargetKind.REFERENCE: REFERENCE}
+_TARGETS = {TargetKind.CPU: CPU, TargetKind.REFERENCE: REFERENCE, TargetKind.CUDA: CUDA}
 
 
 def target_kind(value) -> TargetKind:

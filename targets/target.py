@@ -63,6 +63,7 @@ class TargetKind(enum.Enum):
 
     CPU = "cpu"
     REFERENCE = "reference"
+    CUDA = "cuda"
 
     @classmethod
     def parse(cls, value) -> TargetKind:
