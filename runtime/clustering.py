@@ -61,6 +61,7 @@ device's share of the cores; kernels of different devices run at the same time.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import threading
 import time
@@ -93,19 +94,22 @@ _SHARED_LOCK = threading.Lock()
 
 
 def form_clusters(ops, fetches, fed, options: JitOptions, exclude=None,
-                  loops: bool = False, colour=None) -> list:
+                  loops: bool = False, colour=None, target_of=None) -> list:
     """The plan's nodes: `ops` with each worthwhile cluster replaced by a `ClusterStep`;
     `exclude(op)` true keeps an op out of every cluster; with `loops`, top-level while loops
     of compilable ops become LoopSteps (runtime/loop_steps.py); `colour(op)` (its device)
-    keeps ops of different colours in different clusters (runtime/partition.py)."""
-    nodes = _clustered(ops, fetches, fed, options, exclude, colour)
+    keeps ops of different colours in different clusters (runtime/partition.py);
+    `target_of(op)` names the target of a cluster holding op (its device's: a GPU's
+    clusters compile with the CUDA target), None for the options' own."""
+    nodes = _clustered(ops, fetches, fed, options, exclude, colour, target_of)
     if loops:
         renders = get_target(options.target).capabilities.dtypes
         nodes = loop_steps.replace_loops(nodes, ops, options, renders)
     return nodes
 
 
-def _clustered(ops, fetches, fed, options: JitOptions, exclude, colour=None) -> list:
+def _clustered(ops, fetches, fed, options: JitOptions, exclude, colour=None,
+               target_of=None) -> list:
     renders = get_target(options.target).capabilities.dtypes
     groups = partition(ops, fed, options.max_ops, renders=renders, exclude=exclude,
                        colour=colour)
@@ -124,7 +128,9 @@ def _clustered(ops, fetches, fed, options: JitOptions, exclude, colour=None) -> 
     fetched = set(fetches)
     grouped = {}
     for g in groups:
-        step = ClusterStep(g, readers, fetched, options)
+        target = target_of(g[0]) if target_of is not None else None
+        step = ClusterStep(g, readers, fetched, options if target in (None, options.target)
+                           else dataclasses.replace(options, target=target))
         if not step.outputs:  # only run as targets, no effects: keep them plain
             continue
         for op in g:

@@ -21,6 +21,7 @@ import numpy as np
 from ..compiler.core.node import Operation
 from . import recv_schedule
 from .control_flow_executor import ControlFlowPlan, execute_control_flow, nested_ops
+from .devices import CPU
 from .rendezvous import RendezvousKey
 from .state import VariableRef
 
@@ -206,7 +207,7 @@ def _group(partitions, placement, fetches, fed, group) -> dict:
         nodes = all_ops
     else:
         nodes = group(all_ops, wanted, fed, exclude=nested.__contains__, loops=needs_cf,
-                      colour=placement.get)
+                      colour=placement.get, target_of=lambda op: _target_of(placement[op]))
     by_device: dict = {}
     for n in nodes:
         device = placement[n if type(n) is Operation else n.ops[0]]
@@ -215,6 +216,12 @@ def _group(partitions, placement, fetches, fed, group) -> dict:
         for device, mine in by_device.items():
             by_device[device] = _with_region(mine, nested, wanted)
     return by_device
+
+
+def _target_of(device):
+    """The target a device's clusters compile with: a CPU's is the session's choice (None),
+    another type's its own first (a GPU's: CUDA)."""
+    return None if device.device_type is CPU else device.targets[0]
 
 
 def _with_region(nodes, nested, fetches) -> list:

@@ -9,8 +9,9 @@ values it holds during a step (`DeviceAllocator`: in use and peak).
 `make_devices(config)` builds a Session's devices from `ConfigProto.device_count`:
 `{"CPU": 2}` makes two *virtual* CPU devices in this process, each with its own share of
 the cores (2 cores: one each), so multi-device graphs run and are tested on one machine.
-A GPU device appears only when the registered GPU type finds one (numba-cuda, not
-installed: none); asking for more than exist gives what exists, as in TensorFlow.
+Every GPU numba-cuda finds is a device unless device_count says otherwise (runtime/
+gpu_device.py: none without numba-cuda or a driver; one under its simulator); asking for
+more than exist gives what exists, as in TensorFlow.
 
 Compiled kernels of different devices run at the same time.  Each kernel call happens in
 `device.kernel_slot()`: it tells the target how many threads kernels launched from this
@@ -30,8 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import importlib.util
 import os
 import threading
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..compiler.core.device_spec import DeviceSpec
 from ..targets.target import TargetKind
+from . import gpu_device
 from .targets import get_target
 
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
@@ -80,25 +80,11 @@ def _cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@functools.lru_cache(maxsize=1)
-def _gpu_count() -> int:
-    """GPUs numba-cuda sees (0 without the package or a driver).  Asked only when a
-    Session's device_count or a listing wants GPUs; the CUDA target that would compile
-    their kernels is its own piece of work, so a GPU device has no kernels yet."""
-    if importlib.util.find_spec("numba_cuda") is None:
-        return 0
-    try:
-        from numba import cuda
-
-        return len(cuda.gpus) if cuda.is_available() else 0
-    except Exception:  # noqa: BLE001 - no driver, no device: the same to a listing
-        return 0
-
-
 _REGISTRY: dict = {
     CPU: DeviceTypeInfo(CPU, (TargetKind.CPU, TargetKind.REFERENCE), lambda op: True,
                         lambda: 1),
-    GPU: DeviceTypeInfo(GPU, (), lambda op: False, _gpu_count),
+    GPU: DeviceTypeInfo(GPU, gpu_device.TARGETS, gpu_device.supports,
+                        gpu_device.gpu_count),
 }
 _REGISTRY_LOCK = threading.Lock()
 
@@ -298,6 +284,7 @@ def make_devices(device_count: dict | None = None) -> list:
             raise ValueError(f"ConfigProto.device_count names an unknown device type "
                              f"{name!r}; known: {', '.join(t.name for t in _REGISTRY)}.")
         counts[device_type] = int(count)
+    counts.setdefault(GPU, type_info(GPU).physical_count())   # every GPU, as TensorFlow
     n_cpu = max(1, counts.pop(CPU, 1))
     if n_cpu == 1:
         devices = [host_device()]
@@ -305,6 +292,8 @@ def make_devices(device_count: dict | None = None) -> list:
         cores = _cpu_count()
         devices = [Device(CPU, i, _share(cores, n_cpu, i)) for i in range(n_cpu)]
     for device_type, count in counts.items():
+        if count <= 0:
+            continue
         available = type_info(device_type).physical_count()
         for i in range(min(count, available)):
             devices.append(Device(device_type, i, 1))

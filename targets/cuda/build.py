@@ -89,3 +89,24 @@ def ptx_of(source: str, argument_types: dict, cc=(9, 0)) -> dict:
         ptx, _ = cuda.compile_ptx(scope[name].py_func, argument_types[name], cc=cc)
         out[name] = ptx
     return out
+
+
+def device_capability(default=(9, 0)) -> tuple:
+    """The compute capability of this process's GPU, else `default` (sm_90: an H100)."""
+    from numba import cuda
+
+    try:
+        if cuda.is_available():
+            return tuple(cuda.get_current_device().compute_capability)
+    except Exception:  # noqa: BLE001 - no driver
+        pass
+    return default
+
+
+def ptx_text(source: str, signatures: dict, cc=None) -> str:
+    """Every kernel's PTX, one after the other, each headed by its name and signature."""
+    cc = cc or device_capability()
+    parts = []
+    for name, ptx in ptx_of(source, signatures, cc).items():
+        parts.append(f"// ---- {name}: {signatures[name]} (sm_{cc[0]}{cc[1]})\n{ptx}")
+    return "\n".join(parts)

@@ -41,6 +41,8 @@ class Module:
         self.schedule, self.launch, self.simulator = schedule, launch, simulator
         self.host: list = []
         self.kernels: list = []
+        self.signatures: dict = {}   # kernel name -> numba type signature of its launch
+        self.buffer_types: dict = {}   # buffer name -> numba array type
         self._sizes: dict = {}
 
     def size(self, expr) -> str:
@@ -58,20 +60,35 @@ class Module:
     def buffer(self, node) -> str:
         while node.kind is NodeKind.RESHAPE:
             node = node.inputs[0]
-        if node.kind is NodeKind.INPUT:
-            return f"b_in{node.attr[0]}"
-        return f"b_{node.name}"
+        name = f"b_in{node.attr[0]}" if node.kind is NodeKind.INPUT else f"b_{node.name}"
+        self.buffer_types[name] = array_type(node.dtype)
+        return name
 
-    def add_kernel(self, kt) -> str:
-        self.kernels.append(kt.text() if hasattr(kt, "text") else kt)
-        return kt.name if hasattr(kt, "name") else ""
+    def add_kernel(self, kt) -> None:
+        """Add a loop-group kernel (kernel_text.KernelText): its text and its signature."""
+        types = [self.buffer_types.get(a, "int64") for a in kt.args]
+        self.add_text(kt.name, kt.text(), types)
+
+    def add_text(self, name: str, text: str, types) -> None:
+        self.kernels.append(text)
+        self.signatures[name] = f"void({', '.join(types)})"
 
     def launch_line(self, kernel: str, grid: str, block: str, args) -> str:
         return f"{kernel}[{grid}, {block}, stream]({', '.join(args)})"
 
 
+def array_type(dtype) -> str:
+    """The numba type of a flat buffer of `dtype` (as a launch types it)."""
+    return f"{kernel_text.NUMBA_TYPE[dtype.name]}[::1]"
+
+
 def generate(schedule, simulator: bool) -> str:
     """The module source of `schedule` (module docstring)."""
+    return generate_module(schedule, simulator)[0]
+
+
+def generate_module(schedule, simulator: bool) -> tuple:
+    """(the module source, {kernel name: its numba signature}) of `schedule`."""
     launch = SIMULATOR_LAUNCH if simulator else GPU_LAUNCH
     mod = Module(schedule, launch, simulator)
     program = schedule.program
@@ -103,8 +120,9 @@ def generate(schedule, simulator: bool) -> str:
         shape = [mod.size(d) for d in o.shape]
         outs.append(f"_shaped({mod.buffer(o)}, ({''.join(s + ', ' for s in shape)}))")
     mod.host.append(f"    return ({''.join(o + ', ' for o in outs)})")
-    return "\n".join([prelude(launch, simulator), "import numba", _HOST_HELPERS]
-                     + mod.kernels + mod.host) + "\n"
+    source = "\n".join([prelude(launch, simulator), "import numba", _HOST_HELPERS]
+                       + mod.kernels + mod.host) + "\n"
+    return source, mod.signatures
 
 
 _HOST_HELPERS = '''
@@ -209,6 +227,8 @@ def _loop_group(mod: Module, k: int, group) -> None:
     if lone:
         node = group.members[0]
         part, fin, acc_dtype = kernel_text.split_kernels(mod, f"_g{k}", node, shuffles)
+        mod.buffer_types[f"pv__g{k}"] = array_type(acc_dtype)
+        mod.buffer_types[f"pi__g{k}"] = "int64[::1]"
         mod.add_kernel(part)
         mod.add_kernel(fin)
         h.append(f"    if n_outer <= {SPLIT_MAX_OUTER} and work >= {SPLIT_MIN_WORK}:")
@@ -241,7 +261,9 @@ def _matmul(mod: Module, k: int, node) -> None:
     a, b = node.inputs
     ta, tb = node.attr
     name = f"_g{k}_mm"
-    mod.add_kernel(library_text.matmul_kernel(name, node.dtype, ta, tb, mod.launch))
+    arr = array_type(node.dtype)
+    mod.add_text(name, library_text.matmul_kernel(name, node.dtype, ta, tb, mod.launch),
+                 [arr, arr, arr] + ["int64"] * 5)
     _alloc(mod, node)
     rank = len(node.shape)
     m, n = mod.size(node.shape[-2]), mod.size(node.shape[-1])
@@ -269,8 +291,10 @@ def _matmul(mod: Module, k: int, node) -> None:
 def _scatter(mod: Module, k: int, node) -> None:
     base, rows, updates = node.inputs
     name = f"_g{k}_scatter"
-    mod.add_kernel(library_text.scatter_kernel(name))
     out = mod.buffer(node)
+    mod.add_text(name, library_text.scatter_kernel(name),
+                 [array_type(node.dtype), array_type(rows.dtype), array_type(node.dtype)]
+                 + ["int64"] * 3 + ["int32[::1]"])
     h = mod.host
     _alloc(mod, node)
     h.append(f"    {out}.copy_to_device({mod.buffer(base)}, stream=stream)")
@@ -309,7 +333,9 @@ def _transpose_source(mod: Module, node):
 def _transpose(mod: Module, k: int, node, src) -> None:
     tile = TRANSPOSE_TILE if not mod.simulator else 4
     name = f"_g{k}_transpose"
-    mod.add_kernel(library_text.transpose_kernel(name, node.dtype, tile))
+    arr = array_type(node.dtype)
+    mod.add_text(name, library_text.transpose_kernel(name, node.dtype, tile),
+                 [arr, arr, "int64", "int64"])
     _alloc(mod, node)
     r, c = mod.size(src.shape[-2]), mod.size(src.shape[-1])
     batch = " * ".join(mod.size(d) for d in node.shape[:-2]) or "1"

@@ -24,10 +24,11 @@ from __future__ import annotations
 from ... import dtypes as _dtypes
 from ...compiler.core.ir import Combiner, NodeKind
 from ...compiler.core.ir_build import identity_value
-from .scalar_text import ScalarWriter, Unrenderable, const_text, ctor, linear_index
+from .scalar_text import (ScalarWriter, Unrenderable, arg_take, const_text, ctor, fmax,
+                          fmin, linear_index)
 
 _SHUFFLE_DTYPES = frozenset({"int32", "int64", "uint32", "uint64", "float32", "float64"})
-_NUMBA_TYPE = {"bool": "boolean", "int8": "int8", "int16": "int16", "int32": "int32",
+NUMBA_TYPE = {"bool": "boolean", "int8": "int8", "int16": "int16", "int32": "int32",
                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
                "uint64": "uint64", "float16": "float16", "float32": "float32",
                "float64": "float64"}
@@ -96,9 +97,9 @@ def _combine(comb: Combiner, dtype, acc: str, v: str) -> str:
     if comb is Combiner.MUL:
         return f"{c}({acc} * {v})"
     if comb in (Combiner.MAX, Combiner.MIN):
-        fn = ("_fmax" if comb is Combiner.MAX else "_fmin") if dtype.is_floating else \
-            ("max" if comb is Combiner.MAX else "min")
-        return f"{c}({fn}({acc}, {v}))"
+        if dtype.is_floating:
+            return f"{c}{(fmax if comb is Combiner.MAX else fmin)(acc, v)}"
+        return f"{c}({'max' if comb is Combiner.MAX else 'min'}({acc}, {v}))"
     if comb is Combiner.AND:
         return f"({acc} != 0 and {v} != 0)"
     if comb is Combiner.OR:
@@ -138,8 +139,7 @@ class Reduction:
             v = f"i1({value})" if self.node.body.dtype.is_bool else value
             want = self.comb is Combiner.ARGMAX
             lines.append(f"{indent}w = {v}")
-            lines.append(f"{indent}if _arg_take({self.acc}, {self.idx}, w, i8({position}), "
-                         f"{want}):")
+            lines.append(f"{indent}if {arg_take(self.acc, self.idx, 'w', f'i8({position})', want)}:")
             lines.append(f"{indent}    {self.acc} = w")
             lines.append(f"{indent}    {self.idx} = i8({position})")
         else:
@@ -150,8 +150,7 @@ class Reduction:
         lines = self.kt.lines
         if _is_arg(self.comb):
             want = self.comb is Combiner.ARGMAX
-            lines.append(f"{indent}if _arg_take({self.acc}, {self.idx}, {acc2}, {idx2}, "
-                         f"{want}):")
+            lines.append(f"{indent}if {arg_take(self.acc, self.idx, acc2, idx2, want)}:")
             lines.append(f"{indent}    {self.acc} = {acc2}")
             lines.append(f"{indent}    {self.idx} = {idx2}")
         else:
@@ -166,7 +165,7 @@ class Reduction:
 
     def block_combine(self, indent: str, shuffles: bool) -> None:
         """Combine the block's accumulators: afterwards thread 0's are the block's."""
-        lines, numba_t = self.kt.lines, _NUMBA_TYPE[self.dtype.name]
+        lines, numba_t = self.kt.lines, NUMBA_TYPE[self.dtype.name]
         arg = _is_arg(self.comb)
         sh, shi = f"sh{self.tag}", f"shi{self.tag}"
         lines.append(f"{indent}{sh} = cuda.shared.array(TPB, numba.{numba_t})")

@@ -1,7 +1,7 @@
 """The text every generated CUDA module starts with: imports, dtype constructors, launch
-constants and the scalar helpers the kernels call (docs/architecture.md, "The CUDA target").
+constants and the math functions the kernels call (docs/architecture.md, "The CUDA target").
 
-Two flavours of the same helpers: on a GPU the math functions are libdevice's (through
+Two flavours of the same names: on a GPU the math functions are libdevice's (through
 numba-cuda's `math` support and `numba.cuda.libdevice`); under numba-cuda's simulator, whose
 kernels run as plain Python, they are NumPy's (Python's `math` raises where CUDA returns NaN
 or infinity).  Kernel bodies are identical in both.  Warp shuffles are used only on a GPU:
@@ -60,102 +60,7 @@ _floor, _ceil, _rint = np.floor, np.ceil, np.rint
 _erf = math.erf
 '''
 
-_HELPERS = '''
-@cuda.jit(device=True)
-def _fmax(a, b):
-    return a if (a > b or a != a) else b
-
-
-@cuda.jit(device=True)
-def _fmin(a, b):
-    return a if (a < b or a != a) else b
-
-
-@cuda.jit(device=True)
-def _ifloordiv(a, b):
-    return 0 if b == 0 else a // b
-
-
-@cuda.jit(device=True)
-def _imod(a, b):
-    return 0 if b == 0 else a % b
-
-
-@cuda.jit(device=True)
-def _fmod(a, b):
-    if b == 0:
-        return a * 0.0 + _NAN
-    r = _fmod_raw(a, b)
-    if r != 0 and (r < 0) != (b < 0):
-        r = r + b
-    return r
-
-
-@cuda.jit(device=True)
-def _fsign(x):
-    if x > 0:
-        return 1.0
-    if x < 0:
-        return -1.0
-    return x * 1.0
-
-
-@cuda.jit(device=True)
-def _sigmoid(x):
-    if x >= 0:
-        return 1.0 / (1.0 + _exp(-x))
-    z = _exp(x)
-    return z / (1.0 + z)
-
-
-@cuda.jit(device=True)
-def _ipow(a, b):
-    if b < 0:
-        if a == 1:
-            return 1
-        if a == -1:
-            return -1 if b % 2 != 0 else 1
-        return 0
-    r = a * 0 + 1
-    while b > 0:
-        if b & 1:
-            r = r * a
-        a = a * a
-        b = b >> 1
-    return r
-
-
-@cuda.jit(device=True)
-def _shl(a, n, bits):
-    if n < 0 or n >= bits:
-        return a * 0
-    return a << n
-
-
-@cuda.jit(device=True)
-def _shr(a, n, bits):
-    if n < 0 or n >= bits:
-        return a * 0 - 1 if a < 0 else a * 0
-    return a >> n
-
-
-@cuda.jit(device=True)
-def _arg_take(v1, i1, v2, i2, want_max):
-    """Whether (v2, at i2) replaces (v1, at i1) as the first extreme; NaNs never do."""
-    if i2 < 0 or v2 != v2:
-        return False
-    if i1 < 0:
-        return True
-    if want_max:
-        if v2 > v1:
-            return True
-    elif v2 < v1:
-        return True
-    return v2 == v1 and i2 < i1
-'''
-
-
 def prelude(launch: LaunchShape, simulator: bool) -> str:
     """The module's opening text for `launch`, with the simulator's or the GPU's math."""
     return (_COMMON.format(threads=launch.threads, max_blocks=launch.max_blocks)
-            + (_SIMULATOR_MATH if simulator else _GPU_MATH) + _HELPERS)
+            + (_SIMULATOR_MATH if simulator else _GPU_MATH))

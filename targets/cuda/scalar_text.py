@@ -7,8 +7,10 @@ Every operation is wrapped in its dtype's constructor (`f4(a + b)`), so integer 
 wraps in the result's dtype as on the CPU and float32 stays float32.  Where the IR leaves a
 choice to the machine, the choice is the reference target's (targets/reference/scalars.py):
 NaN-propagating max/min, floor division and modulo by zero give 0 for integers, shift
-counts outside [0, bits) give 0 (or -1).  Transcendental functions and roundings are the
-`_fn` helpers of the kernel module's prelude (codegen.py): libdevice on a GPU, NumPy's under
+counts outside [0, bits) give 0 (or -1).  Everything is written inline (expressions, or
+statements for an integer power): numba-cuda compiles a called device function only with
+a GPU present, and kernels must build to PTX without one.  Transcendental functions and roundings are the
+`_fn` aliases of the kernel module's prelude (prelude.py): libdevice on a GPU, NumPy's under
 numba-cuda's simulator, whose kernels are plain Python.
 
 Loads read flat buffers: a node's element (i0, i1, ...) lives at the row-major linear index
@@ -69,6 +71,22 @@ def const_text(value, dtype) -> str:
     return f"{ctor(dtype)}({text})"
 
 
+def fmax(a: str, b: str) -> str:
+    """NaN-propagating maximum (np.maximum) of two variables, as an expression."""
+    return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
+
+
+def fmin(a: str, b: str) -> str:
+    return f"({a} if ({a} < {b} or {a} != {a}) else {b})"
+
+
+def arg_take(v1: str, i1: str, v2: str, i2: str, want_max: bool) -> str:
+    """Whether (v2 at i2) replaces (v1 at i1) as the first extreme; NaNs never do."""
+    better = ">" if want_max else "<"
+    return (f"({i2} >= 0 and {v2} == {v2} and ({i1} < 0 or {v2} {better} {v1} or "
+            f"({v2} == {v1} and {i2} < {i1})))")
+
+
 def linear_index(indices, sizes) -> str:
     """The row-major linear index of `indices` (texts) in a buffer of `sizes` (texts)."""
     if not indices:
@@ -117,6 +135,22 @@ class ScalarWriter:
             return self._fresh(self.load_text(e.attr, a))
         return self._fresh(self._op_text(op, dt, a, e.args))
 
+    def _ipow(self, a: str, b: str) -> str:
+        """Integer a ** b (wrapping; a negative exponent: 1, -1 or 0 as on the CPU) by
+        repeated squaring, as statements; returns the variable holding the power."""
+        base, exp, out = self._fresh(f"i8({a})"), self._fresh(f"i8({b})"), self._fresh("i8(1)")
+        i = self.indent
+        self.lines += [
+            f"{i}if {exp} < 0:",
+            f"{i}    {out} = i8(1) if {base} == 1 else (i8(-1 if {exp} % 2 != 0 else 1) "
+            f"if {base} == -1 else i8(0))",
+            f"{i}while {exp} > 0:",
+            f"{i}    if {exp} & 1:",
+            f"{i}        {out} = i8({out} * {base})",
+            f"{i}    {base} = i8({base} * {base})",
+            f"{i}    {exp} = {exp} >> 1"]
+        return out
+
     def _op_text(self, op, dt, a, args) -> str:
         c = ctor(dt)
         adt = args[0].dtype if args else dt
@@ -124,7 +158,7 @@ class ScalarWriter:
             return f"({a[0]} {_BINARY[op]} {a[1]})"
         if op in _BINARY and not dt.is_bool:
             if op is Scalar.POW and dt.is_integer:
-                return f"{c}(_ipow(i8({a[0]}), i8({a[1]})))"
+                return f"{c}({self._ipow(a[0], a[1])})"
             return f"{c}({a[0]} {_BINARY[op]} {a[1]})"
         if dt.is_bool and op in (Scalar.ADD, Scalar.BITOR, Scalar.MAX):   # logical
             return f"({a[0]} or {a[1]})"
@@ -136,16 +170,18 @@ class ScalarWriter:
             return f"{c}({a[0]} / {a[1]})"
         if op is Scalar.FLOORDIV:
             if dt.is_integer:
-                return f"{c}(_ifloordiv({a[0]}, {a[1]}))"
+                return f"{c}(0 if {a[1]} == 0 else {a[0]} // {a[1]})"
             return f"{c}(_floor({a[0]} / {a[1]}))"
         if op is Scalar.MOD:
             if dt.is_integer:
-                return f"{c}(_imod({a[0]}, {a[1]}))"
-            return f"{c}(_fmod({a[0]}, {a[1]}))"
+                return f"{c}(0 if {a[1]} == 0 else {a[0]} % {a[1]})"
+            r = self._fresh(f"_fmod_raw({a[0]}, {a[1]}) if {a[1]} != 0 else {c}(_NAN)")
+            return f"{c}({r} + {a[1]} if ({r} != 0 and ({r} < 0) != ({a[1]} < 0)) else {r})"
         if op in (Scalar.MAX, Scalar.MIN):
-            fn = ("_fmax" if op is Scalar.MAX else "_fmin") if dt.is_floating else \
-                ("max" if op is Scalar.MAX else "min")
-            return f"{c}({fn}({a[0]}, {a[1]}))"
+            if dt.is_floating:
+                pick = fmax if op is Scalar.MAX else fmin
+                return f"{c}{pick(a[0], a[1])}"
+            return f"{c}({'max' if op is Scalar.MAX else 'min'}({a[0]}, {a[1]}))"
         if op is Scalar.NEG:
             return f"{c}(-{a[0]})"
         if op is Scalar.ABS:
@@ -154,14 +190,17 @@ class ScalarWriter:
             if dt.is_bool:
                 return a[0]
             if dt.is_floating:
-                return f"{c}(_fsign({a[0]}))"
+                x = a[0]
+                return f"{c}(1.0 if {x} > 0 else (-1.0 if {x} < 0 else {x}))"
             return f"{c}(i8({a[0]} > 0) - i8({a[0]} < 0))"
         if op in _FLOAT_FN:
             if op in (Scalar.FLOOR, Scalar.CEIL, Scalar.ROUND) and not dt.is_floating:
                 return a[0]
             return f"{c}({_FLOAT_FN[op]}({a[0]}))"
         if op is Scalar.SIGMOID:
-            return f"{c}(_sigmoid({a[0]}))"
+            x = a[0]
+            return (f"{c}(1.0 / (1.0 + _exp(-{x})) if {x} >= 0 else "
+                    f"_exp({x}) / (1.0 + _exp({x})))")
         if op is Scalar.ATAN2:
             return f"{c}(_atan2({a[0]}, {a[1]}))"
         if op is Scalar.AND:
@@ -176,8 +215,11 @@ class ScalarWriter:
             return f"(not {a[0]})" if dt.is_bool else f"{c}(~{a[0]})"
         if op in (Scalar.SHL, Scalar.SHR):
             bits = 8 * np.dtype(dt.np_dtype).itemsize
-            fn = "_shl" if op is Scalar.SHL else "_shr"
-            return f"{c}({fn}({a[0]}, {a[1]}, {bits}))"
+            x, n = a
+            outside = f"{n} < 0 or {n} >= {bits}"
+            if op is Scalar.SHL:
+                return f"{c}({x} * 0 if ({outside}) else {x} << {n})"
+            return f"{c}(({x} * 0 - 1 if {x} < 0 else {x} * 0) if ({outside}) else {x} >> {n})"
         if op is Scalar.CAST:
             if dt.is_bool:
                 return f"({a[0]} != 0)"
@@ -208,9 +250,9 @@ def host_size(expr, dim) -> str:
             if op in _BINARY and op is not Scalar.POW:
                 text = f"({a[0]} {_BINARY[op]} {a[1]})"
             elif op is Scalar.FLOORDIV:
-                text = f"_ifloordiv({a[0]}, {a[1]})"
+                text = f"(0 if {a[1]} == 0 else {a[0]} // {a[1]})"
             elif op is Scalar.MOD:
-                text = f"_imod({a[0]}, {a[1]})"
+                text = f"(0 if {a[1]} == 0 else {a[0]} % {a[1]})"
             elif op in (Scalar.MAX, Scalar.MIN):
                 text = f"{op.value}({a[0]}, {a[1]})"
             elif op is Scalar.SELECT:

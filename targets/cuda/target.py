@@ -21,7 +21,7 @@ from ..fingerprint import ir_fingerprint
 from ..target import (ALL_COMBINERS, ALL_SCALAR_OPS, Capabilities, CompiledKernel,
                       REAL_DTYPES, Target, TargetKind)
 from . import build
-from .codegen import generate
+from .codegen import generate, generate_module
 
 FORMAT = "flowjit-cuda-1"   # change when the generated code's meaning changes
 
@@ -68,9 +68,11 @@ def compile_kernel(program, schedule, signature, tier: Tier = Tier.OPTIMIZED,
     """The kernel of `program`: one generated module for every tier (numba-cuda compiles
     each kernel on its first launch)."""
     key = cache_key(program, signature)
-    source = render(program, schedule, signature)
+    simulated = build.simulator()
+    source, signatures = generate_module(schedule, simulator=simulated)
     run = build.build(key, source)
-    return CompiledKernel(_Kernel(run), source,
+    stages = () if simulated else (("ptx", lambda: build.ptx_text(source, signatures)),)
+    return CompiledKernel(_Kernel(run), source, stages=stages,
                           metadata={"target": TargetKind.CUDA.value, "cache_key": key,
                                     "tier": Tier.OPTIMIZED.value,
                                     "simulator": build.simulator()})

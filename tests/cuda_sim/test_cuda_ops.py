@@ -17,7 +17,9 @@ from flowjit.runtime import clustering
 from flowjit.targets.cuda import build
 from test_targets import EXACT, EXTRA_CASES, LOWERABLE, NOT_COMPILED, OFF, _build, _draw, _run
 
-CUDA = tf.ConfigProto(jit=tf.JitOptions.always(target="cuda"))
+# one device (the host) compiling with the CUDA target: the simulated GPU is left out, so
+# the one-device executor runs (tests/cuda_sim/test_cuda_devices.py places ops on it)
+CUDA = tf.ConfigProto(jit=tf.JitOptions.always(target="cuda"), device_count={"GPU": 0})
 
 # Ops whose every case lowers to something the CUDA target does not render (its
 # capabilities), so their clusters run with the reference kernels instead.
