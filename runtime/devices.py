@@ -274,9 +274,11 @@ def host_device() -> Device:
     return _HOST
 
 
-def make_devices(device_count: dict | None = None) -> list:
+def make_devices(device_count: dict | None = None, gpus: bool = True) -> list:
     """A Session's devices from ConfigProto.device_count (module docstring): CPUs first,
-    then the other types, each numbered from 0.  One CPU (the default) is the host device."""
+    then the other types, each numbered from 0.  One CPU (the default) is the host device.
+    Every GPU is included unless device_count says how many; `gpus=False` leaves them out
+    unless it does (a Session whose graph asks for none: numba-cuda is not even loaded)."""
     counts = {}
     for name, count in (device_count or {}).items():
         device_type = type_named(str(name))
@@ -284,7 +286,8 @@ def make_devices(device_count: dict | None = None) -> list:
             raise ValueError(f"ConfigProto.device_count names an unknown device type "
                              f"{name!r}; known: {', '.join(t.name for t in _REGISTRY)}.")
         counts[device_type] = int(count)
-    counts.setdefault(GPU, type_info(GPU).physical_count())   # every GPU, as TensorFlow
+    if GPU not in counts and gpus:
+        counts[GPU] = type_info(GPU).physical_count()   # every GPU, as in TensorFlow
     n_cpu = max(1, counts.pop(CPU, 1))
     if n_cpu == 1:
         devices = [host_device()]

@@ -59,7 +59,8 @@ class Session:
         rewrites = graph_rewrites(self._config)
         self._optimize = functools.partial(graph_optimizer.optimize, options=rewrites) \
             if rewrites.enabled else None
-        self._devices = devices.make_devices(self._config.device_count)
+        self._devices = devices.make_devices(self._config.device_count,
+                                             gpus=_asks_for_gpus(self.graph))
         self._cost_model = placement.CostModel()
         self._multi_plans: dict = {}
         self._placements: dict = {}   # one-device plans: key -> {op: device}
@@ -329,3 +330,9 @@ def _fetch_value(value, fed_arrays):
         if not value.flags.writeable or not value.flags.owndata or id(value) in fed_arrays:
             return value.copy()
     return value
+
+
+def _asks_for_gpus(graph) -> bool:
+    """Whether an op of `graph` requests a GPU (only then does a Session look for GPUs,
+    which loads numba-cuda: runtime/gpu_device.py)."""
+    return any("GPU" in op.device.upper() for op in graph.get_operations() if op.device)

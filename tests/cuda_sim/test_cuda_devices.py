@@ -1,0 +1,80 @@
+"""A TF 1.x graph placed partly on /gpu:0 runs end to end on the simulated GPU, with Send/Recv
+between the host and the GPU partition, and gives the CPU's results."""
+
+import numpy as np
+import pytest
+
+import flowjit as tf
+from flowjit.runtime.targets import TargetKind
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+def _graph():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        y = tf.placeholder(tf.int32, [None], name="y")
+        with tf.device("/cpu:0"):
+            w = tf.Variable(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), name="w")
+        with tf.device("/gpu:0"):
+            logits = tf.nn.relu(tf.matmul(x, w) + 0.5)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=y, logits=logits))
+            grad = tf.gradients(loss, [w])[0]
+        with tf.device("/cpu:0"):
+            step = tf.assign_sub(w, 0.1 * grad)
+            ranked = tf.sort(tf.reshape(logits, [-1]))
+        init = tf.global_variables_initializer()
+    return g, x, y, loss, step, ranked, init
+
+
+def _train(config, steps=3):
+    g, x, y, loss, step, ranked, init = _graph()
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((6, 4)).astype(np.float32)
+    yv = rng.integers(0, 3, 6).astype(np.int32)
+    out = []
+    with tf.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        opts = tf.RunOptions(output_partition_graphs=True)
+        meta = tf.RunMetadata()
+        for _ in range(steps):
+            out.append(sess.run([loss, step, ranked], {x: xv, y: yv}, options=opts,
+                                run_metadata=meta))
+        plan_nodes = [n for p in sess._multi_plans.values() for n in p.nodes()]
+    return out, meta, plan_nodes
+
+
+def test_graph_on_the_gpu_gives_the_cpu_results_through_send_and_recv():
+    on_gpu, meta, nodes = _train(tf.ConfigProto(jit=tf.JitOptions.always()))
+    on_cpu, _, _ = _train(tf.ConfigProto(jit=False, device_count={"GPU": 0},
+                                         allow_soft_placement=True))
+    for got, want in zip(on_gpu, on_cpu):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    devices = {gd.node[0].device for gd in meta.partition_graphs}
+    assert GPU in devices and len(meta.partition_graphs) == 2
+    gpu_part = next(gd for gd in meta.partition_graphs if gd.node[0].device == GPU)
+    kinds = {n.op for n in gpu_part.node}
+    assert {"_Send", "_Recv", "MatMul"} <= kinds
+    cuda_clusters = [n for n in nodes if getattr(n, "options", None) is not None
+                     and n.options.target is TargetKind.CUDA]
+    assert cuda_clusters and all(n.kernels.compiled_runs > 0 for n in cuda_clusters)
+
+
+def test_host_only_op_on_the_gpu_needs_soft_placement():
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/gpu:0"):
+            s = tf.sort(tf.constant([3.0, 1.0, 2.0]))
+    with tf.Session(graph=g) as sess:
+        with pytest.raises(Exception, match="Sort"):
+            sess.run(s)
+    with tf.Session(graph=g, config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+        np.testing.assert_array_equal(sess.run(s), [1.0, 2.0, 3.0])
+
+
+def test_the_simulated_gpu_is_listed():
+    names = [d.name for d in tf.config.list_logical_devices("GPU")]
+    assert names == [GPU]
