@@ -73,7 +73,8 @@ from ..compiler.tracing import array_key
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ..ops.registry import Trait
 from ..ops.variables import VARIABLE_V2
-from . import cluster_updates, devices, executor, loop_steps
+from ..targets.target import TargetKind
+from . import cluster_updates, devices, executor, gpu_values, loop_steps
 from .cluster_kernels import ClusterKernels
 from .partition import clusterable, partition  # noqa: F401 - part of this module's API
 from .config import JitOptions
@@ -205,7 +206,7 @@ class ClusterStep:
                 kernels.compiled_runs += 1
                 if executor.CHECK_OUTPUTS:
                     for t, v in zip(self.outputs, outs):
-                        executor.check_output(t.op, t, v)
+                        executor.check_output(t.op, t, gpu_values.to_host(v))
                 if self.writes:
                     self.writes.install(outs, state)
                 for i, t in self.handed_out:
@@ -232,7 +233,14 @@ class ClusterStep:
                 if type(v) is VariableRef:
                     v = v.read(reader)
                 if not isinstance(v, np.ndarray):
-                    return None, None
+                    if not gpu_values.is_device_array(v):
+                        return None, None
+                    if self.options.target is not TargetKind.CUDA:   # another target: host
+                        v = gpu_values.to_host(v)
+                    arrays.append(v)   # a device array, in place (C-contiguous: ours)
+                    dts.append(v.dtype)
+                    shapes.append(v.shape)
+                    continue
             # C-contiguous, aligned, native byte order, as the compiled kernel's trusted
             # entry needs (dtype and rank: the signature)
             dtype = v.dtype
@@ -252,9 +260,12 @@ class ClusterStep:
         """The compiled kernel's outputs; None when it failed to build (then interpret)."""
         try:
             trusted = getattr(entry.kernel, "call_trusted", None)
-            with devices.running_on().kernel_slot(self.options.target):
+            device = devices.running_on()
+            with device.kernel_slot(self.options.target):
                 if trusted is not None:  # dtypes and ranks: the signature; layout: checked
                     return trusted(arrays + entry.constants)
+                if device.device_type is devices.GPU and self.options.target is TargetKind.CUDA:
+                    return self._on_gpu(entry, arrays)
                 return entry.kernel(*arrays, *entry.constants)
         except (ValueError, ZeroDivisionError) as e:
             self.interpret(values, state, deadline)  # raises the exact op's error, if any
@@ -269,8 +280,18 @@ class ClusterStep:
             self.kernels.give_up(key, f"numba failed: {e!r}")
             return None
 
+    def _on_gpu(self, entry, arrays):
+        """A CUDA kernel on a GPU device: outputs stay in device memory for the readers
+        there, except variable updates (variables live on the host: runtime/gpu_values.py)."""
+        outs = entry.kernel.on_device(*arrays, *entry.constants)
+        if self.writes:
+            outs = tuple(gpu_values.to_host(o) for o in outs)
+        return outs
+
     def interpret(self, values, state, deadline):
-        """Run the member ops one by one with their reference kernels."""
+        """Run the member ops one by one with their reference kernels (on host copies of
+        inputs a GPU left in device memory)."""
+        gpu_values.host_inputs(values, self.inputs)
         for op in self.ops:
             executor.run_op(op, values, state, deadline)
 

@@ -28,12 +28,12 @@ import queue
 import threading
 import time
 
-import numpy as np
 
 from ..compiler.core.node import Operation
 from ..errors import DeadlineExceededError
 from ..ops.registry import Trait
-from . import devices, executor
+from . import devices, executor, gpu_values
+from .clustering import ClusterStep
 from .device_plan import RecvStep, SendStep, _members, key_of
 from .rendezvous import Rendezvous
 from .state import VariableRef
@@ -70,6 +70,7 @@ class _Step:
         self.measure = cost_model is not None and (runs < 4 or runs % 64 == 0)
         for p in plans:
             p.runs += 1
+        self.on_gpu = [p.device.device_type is devices.GPU for p in plans]
 
     def run(self) -> dict:
         ready = collections.deque((k, i) for k, p in enumerate(self.plans) for i in p.roots)
@@ -113,7 +114,7 @@ class _Step:
             held = self.values[k]
             for t in plan.fetched:
                 if t in held and t not in plan.received:   # from the device computing it
-                    out[t] = held[t]
+                    out[t] = gpu_values.to_host(held[t])
             plan.device.allocator.freed(sum(_nbytes(v) for t, v in held.items()
                                             if t in self._accounted[k]))
         return out
@@ -203,6 +204,9 @@ class _Step:
         if type(node) is SendStep:
             node.send(self.values[k], self.rendezvous, self.step_id)
         else:
+            if self.on_gpu[k] and type(node) is not ClusterStep:
+                # a NumPy kernel on a GPU device reads host copies (runtime/gpu_values.py)
+                gpu_values.host_inputs(self.values[k], _reads_of(node))
             executor.run_node(node, self.values[k], self.state, self.deadline)
 
     def finish(self, k, i, timing, ready):
@@ -241,4 +245,12 @@ class _Step:
 
 
 def _nbytes(value) -> int:
-    return value.nbytes if isinstance(value, np.ndarray) else 0
+    return gpu_values.nbytes(value)
+
+
+def _reads_of(node) -> list:
+    """The tensors a plan node reads (an op's inputs; a region's members' inputs)."""
+    ops = getattr(node, "ops", None)
+    if type(node) is Operation or not ops:
+        return list(getattr(node, "inputs", ()))
+    return [t for op in ops for t in op.inputs]

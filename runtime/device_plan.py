@@ -19,7 +19,7 @@ import collections
 import numpy as np
 
 from ..compiler.core.node import Operation
-from . import recv_schedule
+from . import gpu_values, recv_schedule
 from .control_flow_executor import ControlFlowPlan, execute_control_flow, nested_ops
 from .devices import CPU
 from .rendezvous import RendezvousKey
@@ -49,7 +49,7 @@ class SendStep:
             if type(value) is VariableRef:
                 value = value.read(tr.tensor.op)
             if tr.compressed:
-                value = np.asarray(value).astype(np.float16)
+                value = np.asarray(gpu_values.to_host(value)).astype(np.float16)
         rendezvous.send(key_of(tr, step_id), value)
 
 
@@ -66,9 +66,11 @@ class RecvStep:
         self.name = transfer.edge_name.replace("_send_to_", "_recv_at_")
 
     def received(self, value):
+        """The value in the receiving device's memory (a host<->GPU copy where the memories
+        differ: runtime/gpu_values.py)."""
         if self.transfer.compressed:
-            return np.asarray(value).astype(np.float32)
-        return value
+            value = np.asarray(value).astype(np.float32)
+        return gpu_values.arrived_on(self.transfer.dst, value)
 
 
 class ControlFlowRegion:

@@ -78,3 +78,35 @@ def test_host_only_op_on_the_gpu_needs_soft_placement():
 def test_the_simulated_gpu_is_listed():
     names = [d.name for d in tf.config.list_logical_devices("GPU")]
     assert names == [GPU]
+
+
+def test_values_stay_in_gpu_memory_between_gpu_clusters(monkeypatch):
+    """Cluster 2 on the GPU reads cluster 1's output in place and the sorted copy the CPU
+    sends back as device arrays: the Recv on the GPU copied it there."""
+    from flowjit.runtime import gpu_values
+    from flowjit.targets.cuda import target as cuda_target
+
+    calls = []
+    original = cuda_target._Kernel.on_device
+
+    def spy(self, *arrays, stream=0):
+        calls.append([gpu_values.is_device_array(a) for a in arrays])
+        return original(self, *arrays, stream=stream)
+
+    monkeypatch.setattr(cuda_target._Kernel, "on_device", spy)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3, 4], name="x")
+        with tf.device("/gpu:0"):
+            a = tf.tanh(x) * 2.0
+        with tf.device("/cpu:0"):
+            s = tf.sort(a)
+        with tf.device("/gpu:0"):
+            b = tf.reduce_sum(s * a, axis=1)
+    xv = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    with tf.Session(graph=g, config=tf.ConfigProto(jit=tf.JitOptions.always())) as sess:
+        got = sess.run(b, {x: xv})
+    av = np.tanh(xv) * 2.0
+    np.testing.assert_allclose(got, (np.sort(av) * av).sum(axis=1), rtol=1e-5)
+    assert isinstance(got, np.ndarray)
+    assert len(calls) == 2 and calls[1] == [True, True], calls
