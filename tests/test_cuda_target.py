@@ -26,6 +26,15 @@ def _softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _recurrence(x, n):
+    h = x
+    i = 0
+    while i < n:
+        h = np.tanh(h * 0.9 + x) * 1.1
+        i += 1
+    return h
+
+
 def _scatter(table, ids, rows):
     table[ids] = rows
     return table
@@ -49,6 +58,7 @@ KINDS = {
                                   (RNG.standard_normal((2, 5, 3)), RNG.standard_normal((2, 5, 4))),
                                   ["fma.rn.f64"]),
     "transpose": (lambda x: x.T.copy(), (F32,), [".shared"]),
+    "while loop": (_recurrence, (F32[0], np.array(3)), ["_w"]),
     "scatter": (_scatter, (np.zeros((6, 3)), np.array([1, 4, 1]), np.ones((3, 3))), []),
 }
 

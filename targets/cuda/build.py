@@ -103,10 +103,13 @@ def device_capability(default=(9, 0)) -> tuple:
     return default
 
 
-def ptx_text(source: str, signatures: dict, cc=None) -> str:
-    """Every kernel's PTX, one after the other, each headed by its name and signature."""
+def ptx_text(modules, cc=None) -> str:
+    """Every kernel's PTX of `modules` ((name prefix, source, signatures): a cluster's
+    module and its while loops' modules), each headed by its name and signature."""
     cc = cc or device_capability()
     parts = []
-    for name, ptx in ptx_of(source, signatures, cc).items():
-        parts.append(f"// ---- {name}: {signatures[name]} (sm_{cc[0]}{cc[1]})\n{ptx}")
+    for prefix, source, signatures in modules:
+        for name, ptx in ptx_of(source, signatures, cc).items():
+            parts.append(f"// ---- {prefix}{name}: {signatures[name]} "
+                         f"(sm_{cc[0]}{cc[1]})\n{ptx}")
     return "\n".join(parts)

@@ -6,7 +6,7 @@ whichever this process runs (build.simulator()), and returns a kernel whose call
 or device arrays and returns host arrays, as every target's kernel does; the runtime's GPU
 device calls `kernel.on_device(*arrays, stream=...)` instead, which returns device arrays
 (runtime/gpu_values.py).  Its capabilities leave out what it does not render: sorting and
-LAPACK routines, while loops, complex and float16 values; the pipeline then runs such a
+LAPACK routines, complex and float16 values; the pipeline then runs such a
 cluster with the reference kernels, and placement keeps such ops on the CPU.
 """
 
@@ -26,7 +26,7 @@ from .codegen import generate, generate_module
 FORMAT = "flowjit-cuda-1"   # change when the generated code's meaning changes
 
 CAPABILITIES = Capabilities(
-    node_kinds=frozenset(NodeKind) - {NodeKind.LIBCALL, NodeKind.WHILE, NodeKind.WHILE_OUT},
+    node_kinds=frozenset(NodeKind) - {NodeKind.LIBCALL},
     scalar_ops=ALL_SCALAR_OPS, combiners=ALL_COMBINERS, routines=frozenset(),
     dtypes=REAL_DTYPES - {"float16"})
 
@@ -69,9 +69,10 @@ def compile_kernel(program, schedule, signature, tier: Tier = Tier.OPTIMIZED,
     each kernel on its first launch)."""
     key = cache_key(program, signature)
     simulated = build.simulator()
-    source, signatures = generate_module(schedule, simulator=simulated)
+    source, signatures, nested = generate_module(schedule, simulator=simulated)
     run = build.build(key, source)
-    stages = () if simulated else (("ptx", lambda: build.ptx_text(source, signatures)),)
+    modules = [("", source, signatures)] + list(nested)
+    stages = () if simulated else (("ptx", lambda: build.ptx_text(modules)),)
     return CompiledKernel(_Kernel(run), source, stages=stages,
                           metadata={"target": TargetKind.CUDA.value, "cache_key": key,
                                     "tier": Tier.OPTIMIZED.value,

@@ -132,3 +132,20 @@ def test_integer_arithmetic_wraps_and_divides_as_numpy():
     b = b.astype(np.int32)
     check(lambda x, y: x * y + x // y - x % y, a, b)
     check(lambda x, y: (x << (y & 7)) ^ (x >> 3), a, np.abs(b))
+
+
+def _recurrence(x, n):
+    h = x
+    i = 0
+    while i < n:
+        h = np.tanh(h * 0.9 + x) * 1.1
+        i += 1
+    return h
+
+
+@pytest.mark.parametrize("steps", [0, 1, 6])
+def test_while_loop_runs_as_a_host_loop_over_cuda_modules(steps):
+    x = np.linspace(-2, 2, 11).astype(np.float32)
+    jf = check(_recurrence, x, np.array(steps))
+    source = jf.lower(x, np.array(steps)).source
+    assert "while _truth(" in source and "_w" in source
