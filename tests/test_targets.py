@@ -121,7 +121,13 @@ def _run(graph, fetches, feeds, init, config):
     return values, compiled
 
 
-def _compare(op_type, case, fetches, expected, got):
+# float tolerance per dtype: the same NumPy functions in another order (sums), a few ulp
+# (float16: computed in float32 by both, one rounding apart at most)
+TIGHT = {np.float64: 1e-12, np.float32: 1e-6}
+
+
+def _compare(op_type, case, fetches, expected, got, tight=None):
+    tight = tight or TIGHT
     for t, e, g in zip(fetches, expected, got):
         e, g = np.asarray(e), np.asarray(g)
         where = f"{op_type}: {t.name}, feeds {case.feeds}"
@@ -129,27 +135,32 @@ def _compare(op_type, case, fetches, expected, got):
         if e.dtype.kind not in "fc" or op_type in EXACT:
             np.testing.assert_array_equal(g, e, err_msg=where)
         else:
-            # the same NumPy functions in another order (sums): a few ulp of the dtype
-            # (float16: computed in float32 by both, one rounding apart at most)
-            tight = {np.float64: 1e-12, np.float32: 1e-6}.get(e.dtype.type, 1e-3)
-            np.testing.assert_allclose(g, e, rtol=tight, atol=tight, equal_nan=True,
+            rtol = tight.get(e.dtype.type, 1e-3)
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol, equal_nan=True,
                                        err_msg=where)
 
 
-@pytest.mark.parametrize("op_type", LOWERABLE)
-def test_reference_target_equals_the_ops_reference_kernels(op_type):
+def check_op_compiles_like_its_kernels(op_type, config, not_compiled, tight=None):
+    """Every drawn case of `op_type` run op by op and under `config` (a compiling target)
+    agrees; the op runs compiled in some case unless it is in `not_compiled`, and then in
+    none."""
     compiled_cases = 0
     for case in _draw(op_type) + EXTRA_CASES.get(op_type, []):
         graph, fetches, feeds, init = _build(case)
         expected, _ = _run(graph, fetches, feeds, init, OFF)
-        got, compiled = _run(graph, fetches, feeds, init, REFERENCE)
-        _compare(op_type, case, fetches, expected, got)
+        got, compiled = _run(graph, fetches, feeds, init, config)
+        _compare(op_type, case, fetches, expected, got, tight)
         tested = [op for op in graph.get_operations() if op.type == op_type]
         compiled_cases += bool(tested) and all(op in compiled for op in tested)
-    if op_type in NOT_COMPILED:
-        assert compiled_cases == 0, f"{op_type} now compiles: take it out of NOT_COMPILED"
+    if op_type in not_compiled:
+        assert compiled_cases == 0, f"{op_type} now compiles: take it out of the exceptions"
     else:
-        assert compiled_cases, f"no case of {op_type} ran in a reference-compiled cluster"
+        assert compiled_cases, f"no case of {op_type} ran in a compiled cluster"
+
+
+@pytest.mark.parametrize("op_type", LOWERABLE)
+def test_reference_target_equals_the_ops_reference_kernels(op_type):
+    check_op_compiles_like_its_kernels(op_type, REFERENCE, NOT_COMPILED)
 
 
 def test_not_compiled_names_lowerable_ops():

@@ -40,6 +40,8 @@ _FLOAT_FN = {Scalar.SQRT: "_sqrt", Scalar.EXP: "_exp", Scalar.EXPM1: "_expm1",
              Scalar.LOG: "_log", Scalar.LOG1P: "_log1p", Scalar.TANH: "_tanh",
              Scalar.ERF: "_erf", Scalar.SIN: "_sin", Scalar.COS: "_cos", Scalar.TAN: "_tan",
              Scalar.FLOOR: "_floor", Scalar.CEIL: "_ceil", Scalar.ROUND: "_rint"}
+_LOGICAL = {Scalar.AND: "({0} and {1})", Scalar.OR: "({0} or {1})", Scalar.NOT: "(not {0})",
+            Scalar.SELECT: "({1} if {0} else {2})"}
 _COMPARE = frozenset({Scalar.EQ, Scalar.NE, Scalar.LT, Scalar.LE, Scalar.GT, Scalar.GE})
 
 
@@ -203,14 +205,8 @@ class ScalarWriter:
                     f"_exp({x}) / (1.0 + _exp({x})))")
         if op is Scalar.ATAN2:
             return f"{c}(_atan2({a[0]}, {a[1]}))"
-        if op is Scalar.AND:
-            return f"({a[0]} and {a[1]})"
-        if op is Scalar.OR:
-            return f"({a[0]} or {a[1]})"
-        if op is Scalar.NOT:
-            return f"(not {a[0]})"
-        if op is Scalar.SELECT:
-            return f"({a[1]} if {a[0]} else {a[2]})"
+        if op in _LOGICAL:
+            return _LOGICAL[op].format(*a)
         if op is Scalar.BITNOT:
             return f"(not {a[0]})" if dt.is_bool else f"{c}(~{a[0]})"
         if op in (Scalar.SHL, Scalar.SHR):

@@ -11,6 +11,8 @@ from hypothesis.extra import numpy as hnp
 
 import flowjit
 from flowjit.targets.cuda import codegen
+from test_cuda_target import _recurrence
+from test_targets import layernorm, softmax
 
 
 def cuda_jit(fn):
@@ -30,17 +32,6 @@ def check(fn, *args, rtol=1e-5, atol=1e-6):
 
 def chain(x, y):
     return np.where(x > y, np.tanh(x) * y, np.exp(-np.abs(y))) + 1.5
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    m = x.mean(axis=-1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
-    return (x - m) / np.sqrt(v + 1e-5) * g + b
 
 
 floats = st.floats(-50, 50, width=32)
@@ -132,15 +123,6 @@ def test_integer_arithmetic_wraps_and_divides_as_numpy():
     b = b.astype(np.int32)
     check(lambda x, y: x * y + x // y - x % y, a, b)
     check(lambda x, y: (x << (y & 7)) ^ (x >> 3), a, np.abs(b))
-
-
-def _recurrence(x, n):
-    h = x
-    i = 0
-    while i < n:
-        h = np.tanh(h * 0.9 + x) * 1.1
-        i += 1
-    return h
 
 
 @pytest.mark.parametrize("steps", [0, 1, 6])

@@ -15,7 +15,7 @@ import pytest
 import flowjit as tf
 from flowjit.runtime import clustering
 from flowjit.targets.cuda import build
-from test_targets import EXACT, EXTRA_CASES, LOWERABLE, NOT_COMPILED, OFF, _build, _draw, _run
+from test_targets import LOWERABLE, NOT_COMPILED, check_op_compiles_like_its_kernels
 
 # one device (the host) compiling with the CUDA target: the simulated GPU is left out, so
 # the one-device executor runs (tests/cuda_sim/test_cuda_devices.py places ops on it)
@@ -39,34 +39,11 @@ def test_this_process_simulates():
     assert build.simulator()
 
 
-def _compare(op_type, case, fetches, expected, got):
-    for t, e, g in zip(fetches, expected, got):
-        e, g = np.asarray(e), np.asarray(g)
-        where = f"{op_type}: {t.name}, feeds {case.feeds}"
-        assert (g.dtype, g.shape) == (e.dtype, e.shape), where
-        if e.dtype.kind not in "fc" or op_type in EXACT:
-            np.testing.assert_array_equal(g, e, err_msg=where)
-        else:
-            # sums in another order (block trees): a few ulp of the dtype
-            tight = {np.float64: 1e-12, np.float32: 2e-6}.get(e.dtype.type, 1e-3)
-            np.testing.assert_allclose(g, e, rtol=tight, atol=tight, equal_nan=True,
-                                       err_msg=where)
-
-
 @pytest.mark.parametrize("op_type", LOWERABLE)
 def test_cuda_target_equals_the_ops_reference_kernels(op_type):
-    compiled_cases = 0
-    for case in _draw(op_type) + EXTRA_CASES.get(op_type, []):
-        graph, fetches, feeds, init = _build(case)
-        expected, _ = _run(graph, fetches, feeds, init, OFF)
-        got, compiled = _run(graph, fetches, feeds, init, CUDA)
-        _compare(op_type, case, fetches, expected, got)
-        tested = [op for op in graph.get_operations() if op.type == op_type]
-        compiled_cases += bool(tested) and all(op in compiled for op in tested)
-    if op_type in NOT_ON_CUDA or op_type in NOT_COMPILED:
-        assert compiled_cases == 0, f"{op_type} now compiles for CUDA: update NOT_ON_CUDA"
-    else:
-        assert compiled_cases, f"no case of {op_type} ran in a CUDA-compiled cluster"
+    # sums in another order (block trees): a few ulp of the dtype
+    check_op_compiles_like_its_kernels(op_type, CUDA, set(NOT_ON_CUDA) | NOT_COMPILED,
+                                       {np.float64: 1e-12, np.float32: 2e-6})
 
 
 def test_not_on_cuda_names_lowerable_ops():
