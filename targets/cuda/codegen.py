@@ -100,10 +100,12 @@ def generate_module(schedule, simulator: bool) -> tuple:
             raise Unrenderable(f"{node.kind.value} nodes ({node.name})")
         if node.dtype.is_complex or node.dtype.name == "float16":
             raise Unrenderable(f"{node.dtype.name} values ({node.name})")
-    n_in = len(program.inputs)
-    mod.host.append(f"def run({', '.join(f'in{p}' for p in range(n_in))}"
-                    f"{', ' if n_in else ''}stream=0):")
-    for p, node in enumerate(program.inputs):
+    # parameters in the order of program.inputs, each named by its input's position (the
+    # array constants the pipeline appends keep their own numbers after unused ones drop)
+    inputs = {n.attr[0]: n for n in program.inputs}
+    params = "".join(f"in{n.attr[0]}, " for n in program.inputs)
+    mod.host.append(f"def run({params}stream=0):")
+    for p, node in sorted(inputs.items()):
         for a in range(len(node.shape)):
             mod.host.append(f"    d{p}_{a} = in{p}.shape[{a}]")
     data_checks = []
@@ -113,7 +115,7 @@ def generate_module(schedule, simulator: bool) -> tuple:
             continue
         mod.host.append(f"    if not {host_size(cond, lambda p, a: f'd{p}_{a}')}:")
         mod.host.append(f"        raise ValueError({message!r})")
-    for p in range(n_in):
+    for p in sorted(inputs):
         mod.host.append(f"    b_in{p} = _to_device(in{p}, stream)")
     for k, group in enumerate(schedule.groups):
         _group(mod, k, group)

@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 import flowjit
 from flowjit.targets.cuda import codegen
 from test_cuda_target import _recurrence
+import test_targets
 from test_targets import layernorm, softmax
 
 
@@ -131,3 +132,20 @@ def test_while_loop_runs_as_a_host_loop_over_cuda_modules(steps):
     jf = check(_recurrence, x, np.array(steps))
     source = jf.lower(x, np.array(steps)).source
     assert "while _truth(" in source and "_w" in source
+
+
+@pytest.mark.parametrize("name", sorted(test_targets.PROGRAMS))
+def test_whole_programs_with_in_place_updates_equal_the_reference_target(name):
+    """Softmax, layernorm, an MLP training step updating its weights in place, slices and
+    scatters into arguments: CUDA and reference targets agree, arguments included."""
+    fn, args = test_targets.PROGRAMS[name], test_targets._inputs(name)
+    results = {}
+    for target in ("reference", "cuda"):
+        jitted = flowjit.jit(fn, target=target, fallback=False, measure_runs=0)
+        mine = [a.copy() for a in args]
+        for _ in range(2):   # twice: the in-place updates of arguments compound
+            out = jitted(*mine)
+        assert jitted.lower(*mine).compiled, f"{name} did not compile for {target}"
+        results[target] = test_targets._flat(out) + mine
+    for got, ref in zip(results["cuda"], results["reference"]):
+        test_targets._close(got, ref, ref.dtype)
