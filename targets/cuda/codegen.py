@@ -56,8 +56,17 @@ class Module:
         name = self._sizes.get(id(expr))
         if name is None:
             name = self._sizes[id(expr)] = f"z{len(self._sizes)}"
-            self.host.append(f"    {name} = {host_size(expr, lambda p, a: f'd{p}_{a}')}")
+            text = host_size(expr, lambda p, a: f"d{p}_{a}", self._host_load)
+            self.host.append(f"    {name} = {text}")
         return name
+
+    def _host_load(self, node, idx) -> str:
+        """A computed value a size depends on, copied back to the host (its producer ran:
+        a node's size is first asked for where that node is computed, after its
+        producers)."""
+        buf = self.buffer(node)
+        self.host.append(f"    {buf}_h = {buf}.copy_to_host(stream=stream)")
+        return f"{buf}_h[{linear_index(idx, [self.size(d) for d in node.shape])}]"
 
     def buffer(self, node) -> str:
         while node.kind is NodeKind.RESHAPE:

@@ -55,8 +55,12 @@ class KernelText:
 
     def writer(self, indent: str, var_name=None) -> ScalarWriter:
         def load(node, idx):
+            # clamped into the buffer: both arms of a select are computed, and the arm not
+            # taken may index past a node's end (its value is discarded; on the CPU such a
+            # read is harmless, on a GPU it may fault)
             buf = self.use(self.module.buffer(node))
-            return f"{buf}[{linear_index(idx, self.sizes(node.shape))}]"
+            at = linear_index(idx, self.sizes(node.shape))
+            return f"{buf}[max(min({at}, {buf}.size - 1), 0)]"
 
         return ScalarWriter(self.lines, indent, var_name or _var_name, load,
                             lambda p, a: self.use(f"d{p}_{a}"),

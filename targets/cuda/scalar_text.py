@@ -229,9 +229,9 @@ class ScalarWriter:
         raise Unrenderable(f"the scalar operation {op.value}")
 
 
-def host_size(expr, dim) -> str:
-    """A size expression (int64, over constants and input sizes) as host Python; loads of
-    computed values are Unrenderable (their sizes depend on data)."""
+def host_size(expr, dim, load=None) -> str:
+    """A size expression (int64, over constants, input sizes and, with `load(node, index
+    texts)`, values computed earlier and copied back) as host Python."""
     names: dict = {}
     for e in ir.postorder(expr):
         op = e.op
@@ -239,6 +239,9 @@ def host_size(expr, dim) -> str:
             text = str(int(e.attr)) if not e.dtype.is_bool else str(bool(e.attr))
         elif op is Scalar.DIM:
             text = dim(*e.attr)
+        elif op is Scalar.LOAD and load is not None:
+            value = load(e.attr, [names[id(a)] for a in e.args])
+            text = f"bool({value})" if e.dtype.is_bool else f"int({value})"
         elif op is Scalar.LOAD or op is Scalar.VAR:
             raise Unrenderable("sizes that depend on computed values")
         else:
