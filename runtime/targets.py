@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..targets.cpu.build import wait_for_cache_writes
 from ..targets.cpu.target import TARGET as CPU
+from ..targets.cuda import build as cuda_build
 from ..targets.cuda.target import TARGET as CUDA
 from ..targets.reference.target import TARGET as REFERENCE
 from ..targets.target import Target, TargetKind
@@ -32,8 +33,13 @@ def target_kind(value) -> TargetKind:
 
 
 def get_target(value=DEFAULT) -> Target:
-    """The target instance for `value` (a TargetKind or a name such as "reference")."""
-    return _TARGETS[target_kind(value)]
+    """The target instance for `value` (a TargetKind or a name such as "reference");
+    ImportError, saying what to install, for the CUDA target without numba-cuda."""
+    kind = target_kind(value)
+    if kind is TargetKind.CUDA and not cuda_build.installed():
+        raise ImportError("target='cuda' needs numba-cuda, which is not installed: "
+                          "pip install 'flowjit[cuda]' (or -e '.[cuda]' in a checkout)")
+    return _TARGETS[kind]
 
 
 def available() -> tuple:

@@ -120,3 +120,24 @@ def test_kernels_on_a_real_gpu_equal_numpy():
     fn, args, _ = KINDS["row softmax"]
     got = flowjit.jit(fn, target="cuda", measure_runs=0)(*args)
     np.testing.assert_allclose(got, fn(*args), rtol=1e-5, atol=1e-6)
+
+
+def test_calling_a_cuda_kernel_without_a_gpu_says_what_to_do():
+    from numba import cuda
+
+    if build.simulator() or cuda.is_available():
+        pytest.skip("this process has a GPU or the simulator")
+    fn, args, _ = KINDS["elementwise"]
+    lowered = flowjit.jit(fn, target="cuda", measure_runs=0).lower(*args)
+    kernel = lowered.entry.cluster.kernel if hasattr(lowered.entry, "cluster") else \
+        lowered.entry.compiled.cluster.kernel
+    with pytest.raises(RuntimeError, match="NUMBA_ENABLE_CUDASIM=1"):
+        kernel(*args)
+
+
+def test_without_numba_cuda_the_cuda_target_says_what_to_install(monkeypatch):
+    from flowjit.runtime import targets
+
+    monkeypatch.setattr(targets.cuda_build, "installed", lambda: False)
+    with pytest.raises(ImportError, match=r"flowjit\[cuda\]"):
+        targets.get_target("cuda")

@@ -42,6 +42,24 @@ def simulator() -> bool:
         os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
+_DEVICE_OK: list = []
+
+
+def require_device() -> None:
+    """RuntimeError, saying what to do, when kernels cannot run here: no GPU numba-cuda can
+    use and no simulator (checked once per process)."""
+    if _DEVICE_OK:
+        return
+    from numba import cuda
+
+    if not (simulator() or cuda.is_available()):
+        raise RuntimeError("the CUDA target's kernels need a GPU, and numba-cuda finds none "
+                           "(no NVIDIA driver?). Set NUMBA_ENABLE_CUDASIM=1 before starting "
+                           "Python to run them on numba-cuda's simulator; "
+                           "jit(...).lower(...).stage('ptx') shows the PTX without a GPU.")
+    _DEVICE_OK.append(True)
+
+
 def version() -> str:
     if not installed():
         return "none"

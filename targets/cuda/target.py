@@ -56,9 +56,11 @@ class _Kernel:
 
     def on_device(self, *arrays, stream=0):
         """The outputs as device arrays (inputs: host or device arrays)."""
+        build.require_device()
         return self.run(*arrays, stream=stream)
 
     def __call__(self, *arrays):
+        build.require_device()
         outs = self.run(*arrays)
         return tuple(o.copy_to_host() for o in outs)
 
