@@ -24,7 +24,7 @@ from __future__ import annotations
 from ...compiler.core import ir
 from ...compiler.core.ir import NodeKind, Scalar
 from . import kernel_text, library_text
-from .prelude import GPU_LAUNCH, SIMULATOR_LAUNCH, LaunchShape, prelude
+from .prelude import GPU_LAUNCH, HOST_HELPERS, SIMULATOR_LAUNCH, LaunchShape, prelude
 from .scalar_text import ScalarWriter, Unrenderable, ctor, host_size, linear_index
 
 ROW_MIN_WORK = 64          # elements per outer index from which a block shares one
@@ -134,62 +134,11 @@ def generate_module(schedule, simulator: bool) -> tuple:
         shape = [mod.size(d) for d in o.shape]
         outs.append(f"_shaped({mod.buffer(o)}, ({''.join(s + ', ' for s in shape)}))")
     mod.host.append(f"    return ({''.join(o + ', ' for o in outs)})")
-    source = "\n".join([prelude(launch, simulator), "import numba", _HOST_HELPERS]
+    source = "\n".join([prelude(launch, simulator), "import numba", HOST_HELPERS]
                        + mod.kernels + mod.loaders + mod.host) + "\n"
     return source, mod.signatures, mod.nested
 
 
-_HOST_HELPERS = '''
-
-def _to_device(x, stream):
-    """A flat device array of `x` (a host array is copied, a device array reshaped)."""
-    if hasattr(x, "copy_to_host"):   # a device array (the simulator's too)
-        return x.reshape(x.size) if x.ndim != 1 else x
-    x = np.ascontiguousarray(x)
-    if x.size == 0:   # loads clamped into an empty tensor read a zero (values discarded)
-        return cuda.to_device(np.zeros(1, x.dtype), stream=stream)
-    return cuda.to_device(x.reshape(x.size), stream=stream)
-
-
-def _buffer(n, dtype, stream):
-    """A flat device buffer of n elements (an empty one: one zero, see _to_device)."""
-    if n == 0:
-        return cuda.to_device(np.zeros(1, dtype), stream=stream)
-    return cuda.device_array(n, dtype=dtype, stream=stream)
-
-
-def _shaped(buf, shape):
-    """A flat buffer as an output of `shape` (an empty output: an empty array)."""
-    size = 1
-    for s in shape:
-        size *= s
-    if size == 0:
-        return cuda.device_array(shape, dtype=buf.dtype)
-    return buf.reshape(shape) if buf.size == size else buf[:size].reshape(shape)
-
-
-def _load(source):
-    """The `run` function of a while loop's condition or body module."""
-    scope = {"__name__": "flowjit_cuda_kernel"}
-    exec(compile(source, "<flowjit cuda kernel>", "exec"), scope)
-    return scope["run"]
-
-
-def _flat(array):
-    """A device array as a flat buffer (an empty one: one zero, see _to_device)."""
-    if array.size == 0:
-        return cuda.to_device(np.zeros(1, array.dtype))
-    return array.reshape(array.size) if array.ndim != 1 else array
-
-
-def _truth(array):
-    """The value of a one-element device array, on the host."""
-    return bool(array.copy_to_host().reshape(-1)[0])
-
-
-def _blocks(n, per_block):
-    return max(1, min(MAX_BLOCKS, (n + per_block - 1) // per_block))
-'''
 
 
 def _data_checks(mod: Module, checks) -> None:

@@ -1,5 +1,5 @@
 """The text every generated CUDA module starts with: imports, dtype constructors, launch
-constants and the math functions the kernels call (docs/architecture.md, "The CUDA target").
+constants, the math functions the kernels call and the host helpers `run` calls (docs/architecture.md, "The CUDA target").
 
 Two flavours of the same names: on a GPU the math functions are libdevice's (through
 numba-cuda's `math` support and `numba.cuda.libdevice`); under numba-cuda's simulator, whose
@@ -59,6 +59,60 @@ _atan2, _isnan, _isinf, _fmod_raw = np.arctan2, np.isnan, np.isinf, np.fmod
 _floor, _ceil, _rint = np.floor, np.ceil, np.rint
 _erf = math.erf
 '''
+
+# the host side: copies in, buffers, outputs, while loops' modules, launch sizes
+HOST_HELPERS = '''
+
+def _to_device(x, stream):
+    """A flat device array of `x` (a host array is copied, a device array reshaped)."""
+    if hasattr(x, "copy_to_host"):   # a device array (the simulator's too)
+        return x.reshape(x.size) if x.ndim != 1 else x
+    x = np.ascontiguousarray(x)
+    if x.size == 0:   # loads clamped into an empty tensor read a zero (values discarded)
+        return cuda.to_device(np.zeros(1, x.dtype), stream=stream)
+    return cuda.to_device(x.reshape(x.size), stream=stream)
+
+
+def _buffer(n, dtype, stream):
+    """A flat device buffer of n elements (an empty one: one zero, see _to_device)."""
+    if n == 0:
+        return cuda.to_device(np.zeros(1, dtype), stream=stream)
+    return cuda.device_array(n, dtype=dtype, stream=stream)
+
+
+def _shaped(buf, shape):
+    """A flat buffer as an output of `shape` (an empty output: an empty array)."""
+    size = 1
+    for s in shape:
+        size *= s
+    if size == 0:
+        return cuda.device_array(shape, dtype=buf.dtype)
+    return buf.reshape(shape) if buf.size == size else buf[:size].reshape(shape)
+
+
+def _load(source):
+    """The `run` function of a while loop's condition or body module."""
+    scope = {"__name__": "flowjit_cuda_kernel"}
+    exec(compile(source, "<flowjit cuda kernel>", "exec"), scope)
+    return scope["run"]
+
+
+def _flat(array):
+    """A device array as a flat buffer (an empty one: one zero, see _to_device)."""
+    if array.size == 0:
+        return cuda.to_device(np.zeros(1, array.dtype))
+    return array.reshape(array.size) if array.ndim != 1 else array
+
+
+def _truth(array):
+    """The value of a one-element device array, on the host."""
+    return bool(array.copy_to_host().reshape(-1)[0])
+
+
+def _blocks(n, per_block):
+    return max(1, min(MAX_BLOCKS, (n + per_block - 1) // per_block))
+'''
+
 
 def prelude(launch: LaunchShape, simulator: bool) -> str:
     """The module's opening text for `launch`, with the simulator's or the GPU's math."""
