@@ -6,6 +6,10 @@ lives with the variable ops (docs/architecture.md: state handles belong to the o
 that makes them); the runtime's per-session state (runtime/state.py) holds the values it
 points at: `state.variables[key]`.
 
+A variable updated by a compiled cluster on a GPU keeps its value in device memory (a
+numba-cuda device array, recognized here by its `copy_to_host` method: ops never import the
+runtime); `read` hands host copies to everyone else.
+
 Invariant: a stored variable value is never mutated in place; `assign` replaces the array
 (read-only, so a kernel bug that writes into one fails loudly), so every value handed out
 earlier stays a correct snapshot.
@@ -30,7 +34,17 @@ class VariableRef:
         self.op = op
 
     def read(self, reader=None) -> np.ndarray:
-        """The variable's current value; FailedPreconditionError if it is uninitialized."""
+        """The variable's current value as a host array; FailedPreconditionError if it is
+        uninitialized.  A value a GPU's compiled cluster stored stays in device memory
+        (`stored`); readers here get a host copy."""
+        value = self.stored(reader)
+        if type(value) is not np.ndarray and hasattr(type(value), "copy_to_host"):
+            return value.copy_to_host()
+        return value
+
+    def stored(self, reader=None):
+        """The value as stored: a host array, or a device array that a GPU's compiled
+        cluster wrote (read by the next GPU cluster in place)."""
         value = self.state.variables.get(self.key)
         if value is None:
             msg = f"Attempting to use uninitialized value {self.key}"

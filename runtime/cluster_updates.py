@@ -26,6 +26,8 @@ reference kernels, which raise the exact op's error.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ops.variables import ASSIGN, ASSIGN_ADD, ASSIGN_SUB
 
 UPDATE_OPS = frozenset({ASSIGN, ASSIGN_ADD, ASSIGN_SUB})
@@ -102,5 +104,6 @@ class VariableWrites:
         with state.lock:
             for key, pos in zip(self.keys, self.positions):
                 value = outs[pos]
-                value.setflags(write=False)
+                if type(value) is np.ndarray:   # (a GPU cluster's: a device array)
+                    value.setflags(write=False)
                 variables[key] = value

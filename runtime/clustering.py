@@ -231,16 +231,16 @@ class ClusterStep:
             else:
                 v = values[t]
                 if type(v) is VariableRef:
-                    v = v.read(reader)
-                if not isinstance(v, np.ndarray):
-                    if not gpu_values.is_device_array(v):
-                        return None, None
-                    if self.options.target is not TargetKind.CUDA:   # another target: host
-                        v = gpu_values.to_host(v)
-                    arrays.append(v)   # a device array, in place (C-contiguous: ours)
-                    dts.append(v.dtype)
-                    shapes.append(v.shape)
-                    continue
+                    v = v.stored(reader)   # in device memory, if a GPU cluster wrote it
+            if not isinstance(v, np.ndarray):
+                if not gpu_values.is_device_array(v):
+                    return None, None
+                if self.options.target is not TargetKind.CUDA:   # another target: host
+                    v = gpu_values.to_host(v)
+                arrays.append(v)   # in place (C-contiguous: a CUDA kernel's or a copy)
+                dts.append(v.dtype)
+                shapes.append(v.shape)
+                continue
             # C-contiguous, aligned, native byte order, as the compiled kernel's trusted
             # entry needs (dtype and rank: the signature)
             dtype = v.dtype
@@ -282,11 +282,9 @@ class ClusterStep:
 
     def _on_gpu(self, entry, arrays):
         """A CUDA kernel on a GPU device: outputs stay in device memory for the readers
-        there, except variable updates (variables live on the host: runtime/gpu_values.py)."""
-        outs = entry.kernel.on_device(*arrays, *entry.constants)
-        if self.writes:
-            outs = tuple(gpu_values.to_host(o) for o in outs)
-        return outs
+        there, variable updates included (the variable then lives on the GPU: readers
+        elsewhere get host copies, ops/variable_ref.py)."""
+        return entry.kernel.on_device(*arrays, *entry.constants)
 
     def interpret(self, values, state, deadline):
         """Run the member ops one by one with their reference kernels (on host copies of

@@ -110,3 +110,41 @@ def test_values_stay_in_gpu_memory_between_gpu_clusters(monkeypatch):
     np.testing.assert_allclose(got, (np.sort(av) * av).sum(axis=1), rtol=1e-5)
     assert isinstance(got, np.ndarray)
     assert len(calls) == 2 and calls[1] == [True, True], calls
+
+
+def test_a_variable_updated_on_the_gpu_lives_there_and_saves(tmp_path):
+    """Training with the variable and its update on /gpu:0: after the first step the
+    variable's value is a device array in the session state (the next step reads it in
+    place); fetches and a checkpoint get host copies; results equal a CPU-only run."""
+    from flowjit.runtime import gpu_values
+
+    def train(config):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [None, 3], name="x")
+            with tf.device("/gpu:0"):
+                w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+                loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
+                step = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+            init = tf.global_variables_initializer()
+            saver = tf.train.Saver()
+        xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            losses = [sess.run([loss, step], {x: xv})[0] for _ in range(3)]
+            stored = sess._state.variables["w"]
+            final = sess.run(w)
+            path = saver.save(sess, str(tmp_path / config.__class__.__name__ / "m"))
+            sess.run(tf.assign(w, np.zeros((3, 2), np.float32)))
+            saver.restore(sess, path)
+            restored = sess.run(w)
+        return losses, final, restored, stored
+
+    losses, final, restored, stored = train(tf.ConfigProto(jit=tf.JitOptions.always()))
+    cpu_losses, cpu_final, _, cpu_stored = train(tf.ConfigProto(jit=False, device_count={"GPU": 0},
+                                                       allow_soft_placement=True))
+    np.testing.assert_allclose(losses, cpu_losses, rtol=1e-5)
+    np.testing.assert_allclose(final, cpu_final, rtol=1e-5)
+    assert isinstance(final, np.ndarray) and isinstance(restored, np.ndarray)
+    np.testing.assert_array_equal(restored, final)
+    assert gpu_values.is_device_array(stored) and isinstance(cpu_stored, np.ndarray)
