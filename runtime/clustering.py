@@ -265,7 +265,7 @@ class ClusterStep:
                 if trusted is not None:  # dtypes and ranks: the signature; layout: checked
                     return trusted(arrays + entry.constants)
                 if device.device_type is devices.GPU and self.options.target is TargetKind.CUDA:
-                    return self._on_gpu(entry, arrays)
+                    return self._on_gpu(entry, arrays, device)
                 return entry.kernel(*arrays, *entry.constants)
         except (ValueError, ZeroDivisionError) as e:
             self.interpret(values, state, deadline)  # raises the exact op's error, if any
@@ -280,11 +280,12 @@ class ClusterStep:
             self.kernels.give_up(key, f"numba failed: {e!r}")
             return None
 
-    def _on_gpu(self, entry, arrays):
-        """A CUDA kernel on a GPU device: outputs stay in device memory for the readers
-        there, variable updates included (the variable then lives on the GPU: readers
-        elsewhere get host copies, ops/variable_ref.py)."""
-        return entry.kernel.on_device(*arrays, *entry.constants)
+    def _on_gpu(self, entry, arrays, device):
+        """A CUDA kernel on a GPU device, on its compute stream: outputs stay in device
+        memory for the readers there, variable updates included (the variable then lives
+        on the GPU: readers elsewhere get host copies, ops/variable_ref.py)."""
+        stream = gpu_values.streams(device).compute
+        return entry.kernel.on_device(*arrays, *entry.constants, stream=stream)
 
     def interpret(self, values, state, deadline):
         """Run the member ops one by one with their reference kernels (on host copies of

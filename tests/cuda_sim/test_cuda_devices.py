@@ -82,15 +82,17 @@ def test_the_simulated_gpu_is_listed():
 
 def test_values_stay_in_gpu_memory_between_gpu_clusters(monkeypatch):
     """Cluster 2 on the GPU reads cluster 1's output in place and the sorted copy the CPU
-    sends back as device arrays: the Recv on the GPU copied it there."""
+    sends back as device arrays: the Recv on the GPU copied it there (on the device's copy
+    stream); both clusters launch on the device's compute stream."""
     from flowjit.runtime import gpu_values
     from flowjit.targets.cuda import target as cuda_target
 
-    calls = []
+    calls, launched_on = [], []
     original = cuda_target._Kernel.on_device
 
     def spy(self, *arrays, stream=0):
         calls.append([gpu_values.is_device_array(a) for a in arrays])
+        launched_on.append(stream)
         return original(self, *arrays, stream=stream)
 
     monkeypatch.setattr(cuda_target._Kernel, "on_device", spy)
@@ -110,6 +112,8 @@ def test_values_stay_in_gpu_memory_between_gpu_clusters(monkeypatch):
     np.testing.assert_allclose(got, (np.sort(av) * av).sum(axis=1), rtol=1e-5)
     assert isinstance(got, np.ndarray)
     assert len(calls) == 2 and calls[1] == [True, True], calls
+    gpu = next(d for d in sess._devices if d.device_type.name == "GPU")
+    assert launched_on == [gpu_values.streams(gpu).compute] * 2   # the device's own stream
 
 
 def test_a_variable_updated_on_the_gpu_lives_there_and_saves(tmp_path):
