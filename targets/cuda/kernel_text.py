@@ -217,14 +217,20 @@ def _member_body(kt: KernelText, node):
     return kt.module.schedule.resolved[id(node)]
 
 
+def _outer_loop(kt: KernelText, group, head: list) -> int:
+    """The kernel's first lines `head` (setting `f`), then `while f < n_outer:` and the outer
+    indices of `f`; returns the number of outer axes."""
+    p = len(group.outer)
+    outer = kt.sizes(group.outer)
+    kt.lines += head + [f"    while f < {kt.use('n_outer')}:"]
+    kt.decompose("f", _outer_names(p), outer, " " * 8)
+    return p
+
+
 def flat_kernel(module, name: str, group) -> KernelText:
     """One thread per outer index (module docstring)."""
     kt = KernelText(module, name)
-    p = len(group.outer)
-    outer = kt.sizes(group.outer)
-    n = kt.use("n_outer")
-    kt.lines += ["    f = cuda.grid(1)", "    step = cuda.gridsize(1)", f"    while f < {n}:"]
-    kt.decompose("f", _outer_names(p), outer, " " * 8)
+    p = _outer_loop(kt, group, ["    f = cuda.grid(1)", "    step = cuda.gridsize(1)"])
     for k, m in enumerate(group.members):
         indent = " " * 8
         if m.kind is NodeKind.COMPUTE:
@@ -254,11 +260,7 @@ def flat_kernel(module, name: str, group) -> KernelText:
 def row_kernel(module, name: str, group, shuffles: bool) -> KernelText:
     """One block per outer index (module docstring)."""
     kt = KernelText(module, name)
-    p = len(group.outer)
-    outer = kt.sizes(group.outer)
-    n = kt.use("n_outer")
-    kt.lines += ["    t = cuda.threadIdx.x", "    f = cuda.blockIdx.x", f"    while f < {n}:"]
-    kt.decompose("f", _outer_names(p), outer, " " * 8)
+    p = _outer_loop(kt, group, ["    t = cuda.threadIdx.x", "    f = cuda.blockIdx.x"])
     for k, m in enumerate(group.members):
         if m.kind is NodeKind.COMPUTE:
             rest = kt.sizes(m.shape[p:])
