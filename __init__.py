@@ -39,7 +39,11 @@ from .runtime.process_tuning import process_tuned, tune_process
 from .runtime.autodiff_api import grad, value_and_grad
 from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
-from . import client, gfile, nn, train  # noqa: E402
+from . import client, gfile, nn, summary, train  # noqa: E402
+from .protos import Event, SessionLog, Summary  # noqa: E402
+from .client import graph_view as _graph_view  # noqa: E402
+
+_graph_view.register_notebook_display()   # Graph._repr_html_ (compiler/core/display.py)
 
 from ._version import __version__  # noqa: E402
 from .targets.cpu.build import wait_for_cache_writes  # noqa: E402

@@ -19,6 +19,7 @@ from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimiz
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
                                      piecewise_constant, polynomial_decay)
 from .ops.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
+from .runtime.meta_graph import export_meta_graph, import_meta_graph_def
 from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, batch,
                                    input_producer, shuffle_batch, start_queue_runners,
                                    string_input_producer)
@@ -26,7 +27,7 @@ from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
 
-__all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
+__all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
            "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "Saver", "CheckpointState",
            "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists", "list_variables",
            "load_variable", "get_global_step",
@@ -36,6 +37,17 @@ __all__ = ["write_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOpti
            "start_queue_runners", "batch", "shuffle_batch", "input_producer",
            "string_input_producer", "Example", "Features", "Feature", "BytesList",
            "FloatList", "Int64List"]
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,
+                      **kwargs):
+    """Rebuild the graph and collections of a MetaGraphDef (or `<prefix>.meta` file, as
+    `Saver.save` writes) in the default graph; returns a `Saver` of its variables, or None
+    when it has none (runtime/meta_graph.py)."""
+    variables = import_meta_graph_def(meta_graph_or_file, clear_devices=clear_devices,
+                                      import_scope=import_scope,
+                                      input_map=kwargs.get("input_map"))
+    return Saver(variables) if variables else None
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:

@@ -4,9 +4,11 @@
 JSON of the Trace Event Format that chrome://tracing and Perfetto (ui.perfetto.dev) open:
 - one *process* per device (named by the device, "Compute") and one *thread* per OS thread
   that ran ops on it (numbered in order of first use, named "thread N");
-- one complete event ("ph": "X") per entry of the step stats (an op, a compiled cluster, a
-  Send or Recv): name = the op type, timestamps in microseconds since the step began, with
-  the node's name and type in `args`;
+- one complete event ("ph": "X") per entry of the step stats: an op, a compiled cluster or
+  a Send or Recv (category "Op", named by the op type, with the node's name and type in
+  `args`), or a compile that ran during the step (category "Compile", named "compile
+  <cluster> (<target>, <tier>)", on the thread that compiled); timestamps in microseconds
+  since the step began;
 - with `show_dataflow` and the `graph`, a flow arrow ("s" at the producer's end, "f" at
   the consumer's start) for every tensor whose producer and consumer both appear in the
   stats (ops run inside a compiled cluster appear as the cluster, not one by one).
@@ -55,7 +57,9 @@ class Timeline:
                                "args": {"name": f"thread {tid}"}})
             start_us = stat.start * 1e6
             duration_us = max(0.0, (stat.end - stat.start) * 1e6)
-            events.append({"name": str(stat.op_type), "cat": "Op", "ph": "X", "pid": pid,
+            category = getattr(stat, "category", "Op")
+            label = str(stat.op_type) if category == "Op" else stat.node_name
+            events.append({"name": label, "cat": category, "ph": "X", "pid": pid,
                            "tid": tid, "ts": start_us, "dur": duration_us,
                            "args": {"name": stat.node_name, "op": str(stat.op_type)}})
             starts[stat.node_name] = (pid, tid, start_us)

@@ -14,8 +14,8 @@ from ..errors import NotFoundError
 from ..ops import registry
 from ..ops.conversion import convert_to_tensor
 from .core.graph import _VALID_NAME, Graph, Operation, Tensor, get_default_graph
-from .core.graph_def import _SHAPES_ATTR, GraphDef, NodeDef
-from .core.graph_def_codec import FORMAT_VERSION
+from .core import tf_signatures
+from .core.graph_def import _SHAPES_ATTR, GRAPH_DEF_VERSION, GraphDef, NodeDef, node_attrs
 
 
 # --- GraphDef -> graph ------------------------------------------------------------------------
@@ -129,10 +129,10 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
     """
     if not isinstance(graph_def, GraphDef):
         raise TypeError(f"graph_def must be a GraphDef, got {type(graph_def).__name__}.")
-    if graph_def.versions.min_consumer > FORMAT_VERSION:
-        raise ValueError(f"This graph_def needs a reader of format version "
+    if graph_def.versions.min_consumer > GRAPH_DEF_VERSION:
+        raise ValueError(f"This graph_def needs a reader of GraphDef version "
                          f">= {graph_def.versions.min_consumer}; this flowjit reads "
-                         f"{FORMAT_VERSION}.")
+                         f"{GRAPH_DEF_VERSION}.")
     graph = get_default_graph()
     nodes = list(graph_def.node)
     by_name = {}
@@ -142,13 +142,13 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
         if n.name in by_name:
             raise ValueError(f"graph_def has two nodes named '{n.name}'.")
         by_name[n.name] = n
-    op_defs = {}
+    op_defs, attrs = _op_definitions(nodes), {}
     for n in nodes:
-        try:
-            op_defs[n.name] = registry.lookup(n.op)
-        except NotFoundError as e:
-            raise NotFoundError(None, None, f"{e.message} (needed by node '{n.name}' of the "
-                                            "graph_def being imported)") from None
+        unknown = tf_signatures.unknown_attrs(n.op, n.attr)
+        if unknown:
+            raise ValueError(f"graph_def node '{n.name}' ({n.op}) has attrs {unknown} that "
+                             f"neither TensorFlow's nor flowjit's {n.op} defines.")
+        attrs[n.name] = node_attrs(n)
     order = _dependency_order(nodes, by_name)
     mapped = _prepare_input_map(input_map, graph, by_name)
     returns = _resolve_returns(return_elements or [], by_name)
@@ -160,8 +160,8 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
                              f"named {clashes[:5]}; pass another `name` prefix.")
         created, back_edges = {}, []
         for n in order:
-            created[n.name] = _import_node(graph, n, op_defs[n.name], prefix, created, mapped,
-                                           back_edges)
+            created[n.name] = _import_node(graph, n, op_defs[n.name], attrs[n.name], prefix,
+                                           created, mapped, back_edges)
         for op, index, producer, output in back_edges:   # loops' Merge <- NextIteration
             inputs = list(op._inputs)
             inputs[index] = created[producer].outputs[output]
@@ -180,8 +180,24 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
     return results if return_elements is not None else None
 
 
-def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict,
-                 mapped: dict, back_edges: list) -> Operation:
+def _op_definitions(nodes) -> dict:
+    """Each node's OpDef; NotFoundError naming every op type flowjit does not have."""
+    op_defs, missing = {}, {}
+    for n in nodes:
+        try:
+            op_defs[n.name] = registry.lookup(n.op)
+        except NotFoundError:
+            missing.setdefault(n.op, n.name)
+    if missing:
+        listed = ", ".join(f"{t} (node '{name}')" for t, name in sorted(missing.items()))
+        raise NotFoundError(None, None, f"The graph_def uses op types flowjit does not "
+                                        f"have: {listed}. `python -m flowjit ops` lists "
+                                        "the op types flowjit has.")
+    return op_defs
+
+
+def _import_node(graph: Graph, node: NodeDef, op_def, attrs: dict, prefix: str,
+                 created: dict, mapped: dict, back_edges: list) -> Operation:
     inputs, controls, pending = [], [], []
     for spec in node.input:
         producer, index, control = _split_input(spec)
@@ -206,7 +222,7 @@ def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict
         inputs.append(t)
     stand_in = next((t for t in inputs if t is not None), None)
     inputs = [stand_in if t is None else t for t in inputs]
-    attrs = dict(node.attr)
+    attrs = dict(attrs)
     shapes = attrs.pop(_SHAPES_ATTR, None)
     device = graph.device(node.device) if node.device else contextlib.nullcontext()
     with device:
@@ -215,6 +231,7 @@ def _import_node(graph: Graph, node: NodeDef, op_def, prefix: str, created: dict
     back_edges.extend((op, i, producer, index) for i, producer, index in pending)
     if isinstance(shapes, (list, tuple)) and len(shapes) == len(op.outputs):
         for t, s in zip(op.outputs, shapes):
-            t.set_shape(s)  # refine with the shapes recorded by as_graph_def(add_shapes=True)
+            if s is not None:
+                t.set_shape(s)  # refine with the shapes recorded by as_graph_def(add_shapes=True)
     return op
 

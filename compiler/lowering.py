@@ -79,11 +79,11 @@ class LowerContext:
             vec = self.symbolic_ints(op.inputs[0])
             begin = int(self.static(op.inputs[1])[0])
             return [vec[begin]]
-        if op.type in ("Mul", "Add", "Sub", "FloorDiv"):
+        if op.type in ("Mul", "Add", "AddV2", "Sub", "FloorDiv"):
             a, b = (self.symbolic_ints(t) for t in op.inputs)
             if len(a) == len(b) == 1:
-                kind = {"Mul": Scalar.MUL, "Add": Scalar.ADD, "Sub": Scalar.SUB,
-                        "FloorDiv": Scalar.FLOORDIV}[op.type]
+                kind = {"Mul": Scalar.MUL, "Add": Scalar.ADD, "AddV2": Scalar.ADD,
+                        "Sub": Scalar.SUB, "FloorDiv": Scalar.FLOORDIV}[op.type]
                 return [ir.make(kind, ir.INDEX, (a[0], b[0]))]
         node = self.nodes.get(tensor)
         if node is not None:   # computed in the cluster (a traced index in a loop): its

@@ -27,15 +27,17 @@ operators (`ops/operators.py`).  Registration reads the OpDefs; it never changes
 """
 
 from . import (arg_ops, array_ops, basic_ops, bitwise_ops, check_ops, control_flow_ops,
-               gather_ops, linalg_ops, parsing_ops, queue_ops, reader_ops,
+               gather_ops, grad_ops, linalg_ops, parsing_ops, queue_ops, reader_ops,
                math_ops, matmul_ops, nn_ops, random_ops, reduction_ops, scatter_ops, segment_ops,
-               shape_ops, slice_update_ops, slicing_ops, sort_ops, sum_to_shape, variables)
+               shape_ops, slice_update_ops, slicing_ops, sort_ops, sum_to_shape, summary_ops,
+               training_ops, variables)
 from . import operators, registry
 
 OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, arg_ops,
               matmul_ops, nn_ops, array_ops, shape_ops, slicing_ops, gather_ops, segment_ops,
               scatter_ops, sum_to_shape, random_ops, linalg_ops, sort_ops, control_flow_ops,
-              queue_ops, reader_ops, parsing_ops, slice_update_ops)
+              queue_ops, reader_ops, parsing_ops, slice_update_ops, grad_ops, training_ops,
+              summary_ops)
 
 
 def register_all():

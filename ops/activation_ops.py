@@ -246,7 +246,10 @@ def leaky_relu(features, alpha: float = 0.2, name=None) -> Tensor:
         x = to_tensor(features, name="features")
         if x.dtype.is_integer:
             x = math_cast.cast(x, _dtypes.float32)
-        return make_op(LEAKY_RELU, [x], {"alpha": float(alpha)}, name=scope).outputs[0]
+        # a GraphDef holds float attrs in 32 bits (as TensorFlow does), so the op keeps the
+        # 32-bit value: a written and re-read graph computes exactly what this one does
+        alpha = float(np.float32(alpha))
+        return make_op(LEAKY_RELU, [x], {"alpha": alpha}, name=scope).outputs[0]
 
 
 # --- BiasAdd ----------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Elementwise two-input arithmetic with NumPy broadcasting, and AddN (division:
 math_division.py).
 
-Owns: Add, Sub, Mul, Pow, Maximum, Minimum, SquaredDifference, Atan2, AddN, the TensorFlow
-1.x functions `add`, `subtract`, `multiply`, `pow`, `maximum`, `minimum`,
-`squared_difference`, `atan2`, `add_n`, and their gradients and lowerings.
+Owns: Add, AddV2 (TensorFlow's current op for x + y: Add under another name, which graphs
+TensorFlow writes use; `add` keeps building Add), Sub, Mul, Pow, Maximum, Minimum,
+SquaredDifference, Atan2, AddN, the TensorFlow 1.x functions `add`, `subtract`, `multiply`,
+`pow`, `maximum`, `minimum`, `squared_difference`, `atan2`, `add_n` (and the raw op's
+`add_v2`, not in `__all__`), and their gradients and lowerings.
 
 Typing is TensorFlow's (`builder.binary_operands`): two tensors must share a dtype, a
 Python/NumPy operand takes the tensor's dtype if it converts without loss.  Integers raised
@@ -14,6 +16,8 @@ to the chosen operand (ties to x).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -98,6 +102,7 @@ def _sum_to(grad, x):
 
 ADD = binary_def("Add", np.add, _ADD_TYPES, commutative=True, doc="x + y (strings concatenate)",
                  gradient=_broadcast(lambda x, y, z, g: (g, g)), lower=lower_as(S.ADD, complex_ok=True))
+ADD_V2 = dataclasses.replace(ADD, name="AddV2", default_name="AddV2")
 SUB = binary_def("Sub", np.subtract, NUMERIC, doc="x - y",
                  gradient=_broadcast(lambda x, y, z, g: (g, -g)), lower=lower_as(S.SUB, complex_ok=True))
 MUL = binary_def("Mul", np.multiply, NUMERIC, commutative=True, doc="x * y",
@@ -126,6 +131,11 @@ ATAN2 = binary_def("Atan2", np.arctan2, FLOATS, arg_names=("y", "x"),
 def add(x, y, name: str | None = None) -> Tensor:
     """x + y with broadcasting (numbers; strings concatenate)."""
     return apply_binary(ADD, x, y, name, "Add")
+
+
+def add_v2(x, y, name: str | None = None) -> Tensor:
+    """x + y with broadcasting, as an AddV2 op (TensorFlow's raw op; `add` builds Add)."""
+    return apply_binary(ADD_V2, x, y, name, "AddV2")
 
 
 def subtract(x, y, name: str | None = None) -> Tensor:
@@ -235,4 +245,4 @@ def add_n(inputs, name: str | None = None) -> Tensor:
 __all__ = ["add", "subtract", "multiply", "pow", "maximum", "minimum", "squared_difference",
            "atan2", "add_n"]
 
-OP_DEFS = (ADD, SUB, MUL, POW, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, ATAN2, ADD_N)
+OP_DEFS = (ADD, ADD_V2, SUB, MUL, POW, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, ATAN2, ADD_N)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import basic_ops
+from . import basic_ops, variable_collections, variable_defs
 from .. import dtypes as _dtypes
 from ..compiler.core import ir
 from ..compiler.core.graph import GraphKeys, Tensor, get_default_graph
@@ -228,6 +228,9 @@ class Variable:
                  validate_shape=True, caching_device=None, name=None, variable_def=None,
                  dtype=None, expected_shape=None, import_scope=None, constraint=None,
                  use_resource=None, synchronization=None, aggregation=None, shape=None):
+        if variable_def is not None:   # wrap ops already in the graph (a MetaGraphDef's)
+            variable_defs.fill_from_def(self, variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified for a Variable.")
         graph = initial_value.graph if isinstance(initial_value, Tensor) else \
@@ -259,6 +262,15 @@ class Variable:
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
         graph.add_to_collections(collections, self)
+
+    def to_proto(self, export_scope=None):
+        """This variable's VariableDef (the names of its ops), for a MetaGraphDef."""
+        return variable_defs.variable_def_of(self, export_scope)
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        """The Variable a VariableDef describes, over ops already in the default graph."""
+        return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # --- conversion (operators are installed by ops/operators.py) --------------------------
     def _as_graph_element(self):
@@ -346,50 +358,20 @@ class Variable:
                 f"dtype={self.dtype.name}_ref>")
 
 
-# --- collections and initializers -------------------------------------------------------------
+# --- collections and initializers (ops/variable_collections.py) -----------------------------
 
-
-def global_variables(scope=None) -> list:
-    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
-
-
-def all_variables() -> list:
-    """Deprecated TensorFlow name for global_variables()."""
-    return global_variables()
-
-
-def trainable_variables(scope=None) -> list:
-    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
-
-
-def local_variables(scope=None) -> list:
-    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
-
-
-def variables_initializer(var_list, name="init"):
-    """An op that runs the initializers of `var_list` (a no-op for an empty list)."""
-    var_list = list(var_list)
-    if not var_list:
-        return basic_ops.no_op(name=name)
-    return basic_ops.group(*[v.initializer for v in var_list], name=name)
-
-
-def initialize_variables(var_list, name="init"):
-    """Deprecated TensorFlow name for variables_initializer()."""
-    return variables_initializer(var_list, name=name)
-
-
-def global_variables_initializer():
-    return variables_initializer(global_variables(), name="init")
-
-
-initialize_all_variables = global_variables_initializer
-
-
-def local_variables_initializer():
-    return variables_initializer(local_variables(), name="init")
+global_variables = variable_collections.global_variables
+all_variables = variable_collections.all_variables
+trainable_variables = variable_collections.trainable_variables
+local_variables = variable_collections.local_variables
+variables_initializer = variable_collections.variables_initializer
+initialize_variables = variable_collections.initialize_variables
+global_variables_initializer = variable_collections.global_variables_initializer
+initialize_all_variables = variable_collections.initialize_all_variables
+local_variables_initializer = variable_collections.local_variables_initializer
 
 
 def is_variable_initialized(variable) -> Tensor:
+    """A bool scalar: whether `variable` has been initialized in the running session."""
     ref = _ref_tensor(variable)
     return make_op(IS_VARIABLE_INITIALIZED, [ref], {}, "IsVariableInitialized").outputs[0]

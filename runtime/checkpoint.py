@@ -46,6 +46,7 @@ from ..gfile import write_atomically
 from ..errors import DataLossError, InvalidArgumentError, NotFoundError
 from ..ops.basic_ops import group, placeholder
 from ..ops.variables import assign
+from .meta_graph import export_meta_graph
 
 __all__ = ["Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_state",
            "checkpoint_exists", "list_variables", "load_variable", "read_checkpoint",
@@ -333,9 +334,10 @@ class Saver:
 
         The prefix is `save_path`, or `save_path-<step>` with a `global_step` (an int, or a
         tensor/variable read in `sess`).  Updates the directory's state file (unless
-        `write_state=False`) and deletes checkpoints beyond `max_to_keep`. No .meta graph
-        file is written (`write_meta_graph` and the other meta-graph options are accepted
-        for TF1 programs and change nothing).
+        `write_state=False`) and deletes checkpoints beyond `max_to_keep`.  With
+        `write_meta_graph` (the default) the graph and its collections go to
+        `<prefix>.<meta_graph_suffix>` (runtime/meta_graph.py), which
+        `train.import_meta_graph` reads back.
         """
         save_path = os.fspath(save_path)
         if global_step is not None:
@@ -353,6 +355,10 @@ class Saver:
         arrays = {n: (self._vars[n].dtype, np.asarray(v, dtype=self._vars[n].dtype.as_numpy_dtype))
                   for n, v in zip(names, values)}
         write_checkpoint(_data_path(prefix), arrays)
+        if write_meta_graph:
+            export_meta_graph(f"{prefix}.{meta_graph_suffix}",
+                              graph=next(iter(self._vars.values())).graph if self._vars
+                              else sess.graph)
         if not write_state:
             return prefix
         self._adopt(directory, latest_filename)
@@ -365,8 +371,9 @@ class Saver:
                                  if os.path.dirname(os.path.abspath(p)) == directory],
                      latest_filename)
         for old in drop:  # only after the state file no longer lists them
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(_data_path(old))
+            for path in (_data_path(old), f"{old}.{meta_graph_suffix}"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
         return prefix
 
     def _adopt(self, directory, latest_filename):

@@ -20,6 +20,7 @@ import weakref
 
 from .. import dtypes
 from ..compiler.lowering import NotLowerable
+from .trace_events import record_compile
 from ..compiler.pipeline import compile_cluster
 from . import compile_queue
 from .config import JitPolicy
@@ -249,7 +250,10 @@ class ClusterKernels:
             return None
         if not cached_only:
             got = compiled.metadata.get("tier", Tier.OPTIMIZED.value)
-            self.compile_seconds.setdefault(key, {})[got] = time.perf_counter() - started
+            finished = time.perf_counter()
+            self.compile_seconds.setdefault(key, {})[got] = finished - started
+            record_compile(f"compile {self.name} ({step.options.target.name.lower()}, "
+                           f"{got})", started, finished)
         self.compile_count += count
         log.info("flowjit: compiled %s (%s) for signature %s", self.name, step._op_names(),
                  key)

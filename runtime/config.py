@@ -311,17 +311,20 @@ class RunOptions:
 
 
 class NodeStats:
-    """Timing of one op in one run (seconds since the run started)."""
+    """Timing of one op in one run (seconds since the run started); `category` is "Op"
+    for what the step ran (ops, clusters, Send/Recv) and "Compile" for a compile that
+    happened during the step (runtime/trace_events.py)."""
 
-    __slots__ = ("node_name", "op_type", "start", "end", "thread", "device")
+    __slots__ = ("node_name", "op_type", "start", "end", "thread", "device", "category")
 
-    def __init__(self, node_name, op_type, start, end, thread, device=""):
+    def __init__(self, node_name, op_type, start, end, thread, device="", category="Op"):
         self.node_name = node_name
         self.op_type = op_type
         self.start = start
         self.end = end
         self.thread = thread
         self.device = device
+        self.category = category
 
     def __repr__(self):
         return (f"NodeStats({self.node_name!r}, {self.op_type}, "
@@ -336,3 +339,4 @@ class RunMetadata:
     def __init__(self):
         self.step_stats = []
         self.partition_graphs = []
+        self.wall_start = 0.0   # time.time() when the traced step began

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..compiler.core.graph_def import GraphDef, NodeDef, VersionDef, node_def_for
-from ..compiler.core.graph_def_codec import FORMAT_VERSION
+from ..compiler.core.attr_values import to_attr_value
+from ..compiler.core.graph_def import (GRAPH_DEF_VERSION, GraphDef, NodeDef, VersionDef,
+                                       node_def_for)
 from ..dtypes import float32
 
 
@@ -112,8 +113,7 @@ def partition_graph_defs(partitions, placement: dict) -> list:
             name = tr.edge_name.replace("_send_to_", "_recv_from_") + \
                 f"_{tr.src.device_type.name}_{tr.src.index}"
             received[(tr.tensor, tr.control)] = name
-            nodes.append(NodeDef(name, "_Recv", [], part.device.name,
-                                 _transfer_attrs(tr)))
+            nodes.append(_transfer_node(name, "_Recv", [], part.device.name, tr))
         for op in part.ops:
             nd = node_def_for(op)
             inputs = []
@@ -123,13 +123,24 @@ def partition_graph_defs(partitions, placement: dict) -> list:
             for c in op.control_inputs:
                 name = received.get((None, c))
                 inputs.append(f"^{name}" if name is not None else f"^{c.name}")
-            nodes.append(NodeDef(nd.name, nd.op, inputs, part.device.name, nd.attr))
+            node = NodeDef(name=nd.name, op=nd.op, input=inputs, device=part.device.name)
+            for key, value in nd.attr.items():
+                node.attr[key].CopyFrom(value)
+            nodes.append(node)
         for tr in part.sends:
             source = _input_name(tr.tensor) if tr.tensor is not None else f"^{tr.control.name}"
-            nodes.append(NodeDef(tr.edge_name, "_Send", [source], part.device.name,
-                                 _transfer_attrs(tr)))
-        out.append(GraphDef(nodes, VersionDef(FORMAT_VERSION, 1)))
+            nodes.append(_transfer_node(tr.edge_name, "_Send", [source], part.device.name, tr))
+        graph_def = GraphDef(versions=VersionDef(producer=GRAPH_DEF_VERSION))
+        graph_def.node.extend(nodes)
+        out.append(graph_def)
     return out
+
+
+def _transfer_node(name: str, op_type: str, inputs: list, device: str, transfer) -> NodeDef:
+    node = NodeDef(name=name, op=op_type, input=inputs, device=device)
+    for key, value in _transfer_attrs(transfer).items():
+        node.attr[key].CopyFrom(to_attr_value(value))
+    return node
 
 
 def _input_name(t) -> str:

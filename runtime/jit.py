@@ -34,6 +34,7 @@ import numpy as np
 from ..compiler.core.ir import NodeKind
 from ..compiler.lowering import NotLowerable
 from ..compiler.np_array import GraphBreak, NeedsStaticShapes, TracedArray
+from .report_html import lowered_html
 from .jit_errors import (TOO_DEEP, InvalidIndexError, InvalidValueError,  # noqa: F401
                          as_numpy_error, failure_reason, internal_failure)
 from ..compiler.pipeline import Stages, compile_cluster
@@ -572,6 +573,11 @@ class Lowered:
 
     def __str__(self):
         return str(self.stages)
+
+    def _repr_html_(self):
+        """The report in a notebook: a summary line, then each stage as a collapsible
+        section (runtime/report_html.py)."""
+        return lowered_html(self)
 
 
 def jit(fn=None, *, static_argnames=(), fallback=True, target="cpu",

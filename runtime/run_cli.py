@@ -43,10 +43,10 @@ import sys
 import numpy as np
 
 from ..compiler.core.graph import Graph
-from ..compiler.core.graph_def import GraphDef
-from ..compiler.core.graph_def_codec import DecodeError
+from ..compiler.core.graph_def import DecodeError, parse_graph_def
 from ..compiler.graph_import import import_graph_def
-from ..errors import OpError
+from ..errors import NotFoundError, OpError
+from ..progress import progress
 from .config import ConfigProto
 from .session import Session
 
@@ -140,16 +140,24 @@ def seed_unseeded_random_ops(graph_def, seed: int) -> int:
     """
     changed = 0
     for index, node in enumerate(graph_def.node):
-        if node.attr.get("seed") == 0 and node.attr.get("seed2") == 0:
+        if _unseeded(node):
             seeds = (seed % _MAXINT32, index % _MAXINT32)
-            node.attr["seed"], node.attr["seed2"] = seeds if seeds != (0, 0) else (0, _MAXINT32)
+            node.attr["seed"].i, node.attr["seed2"].i = \
+                seeds if seeds != (0, 0) else (0, _MAXINT32)
             changed += 1
     return changed
 
 
+def _unseeded(node) -> bool:
+    """A random op whose `seed` and `seed2` attrs are both 0."""
+    attrs = node.attr
+    return ("seed" in attrs and "seed2" in attrs and attrs["seed"].WhichOneof("value") == "i"
+            and attrs["seed"].i == 0 and attrs["seed2"].i == 0)
+
+
 def count_unseeded_random_ops(graph_def) -> int:
     """Nodes whose `seed` and `seed2` attrs are both 0 (fresh randomness in every session)."""
-    return sum(n.attr.get("seed") == 0 and n.attr.get("seed2") == 0 for n in graph_def.node)
+    return sum(_unseeded(n) for n in graph_def.node)
 
 
 def load_graph(path: str, seed: int | None = None):
@@ -159,20 +167,20 @@ def load_graph(path: str, seed: int | None = None):
             data = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read the graph {path}: {exc.strerror or exc}") from None
-    graph_def = GraphDef()
     try:
-        graph_def.ParseFromString(data)
+        graph_def = parse_graph_def(data)
     except DecodeError as exc:
-        why = exc.message.rstrip(".")
-        raise UsageError(f"{path} is not a flowjit GraphDef ({why}); flowjit reads the files "
-                         "its tf.train.write_graph writes, not TensorFlow's protobuf") from None
+        why = str(exc).rstrip(".")
+        raise UsageError(f"{path} is not a GraphDef ({why}); flowjit reads the binary and "
+                         "text GraphDefs tf.train.write_graph writes, flowjit's or "
+                         "TensorFlow's") from None
     if seed is not None:
         seed_unseeded_random_ops(graph_def, seed)
     graph = Graph()
     try:
         with graph.as_default():
             import_graph_def(graph_def, name="")
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, NotFoundError) as exc:
         raise UsageError(f"cannot import {path}: {exc}") from None
     return graph, count_unseeded_random_ops(graph_def)
 
@@ -386,7 +394,9 @@ def execute(args, out=None, err=None) -> int:
         print(f"note: {unseeded} random op(s) of {os.path.basename(args.graph)} have no seed, "
               "so values differ from run to run; --seed N makes them reproducible", file=err)
     config = ConfigProto(jit=False) if args.no_jit else ConfigProto()
-    with Session(graph=graph, config=config) as sess:
+    bar = progress(total=args.steps, desc="steps", enabled=None if args.steps > 1 else False,
+                   file=err, unit="step")
+    with Session(graph=graph, config=config) as sess, bar:
         for step, actions in [(0, setup)] + [(i, body) for i in range(1, args.steps + 1)]:
             values = {}
             for kind, names, what in actions:
@@ -394,13 +404,16 @@ def execute(args, out=None, err=None) -> int:
                     result = sess.run(what, feed_dict=feeds)
                 except (OpError, ValueError, TypeError) as exc:
                     where = "setup" if step == 0 else f"step {step}"
+                    bar.close()
                     print(f"flowjit run: error in {where}, {kind} {','.join(names)}: {exc}",
                           file=err)
                     return 1
                 if kind == "fetch":
                     values.update(zip(names, result))
             if values:
-                _emit(step, values, args.format, out)
+                with bar.printing(out):
+                    _emit(step, values, args.format, out)
+            bar.update(step > 0)
     return 0
 
 

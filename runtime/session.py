@@ -30,6 +30,7 @@ from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.session_hook import get_default_session  # noqa: F401 - public name
 from ..compiler.core.session_hook import default_sessions, push_interactive, remove_interactive
 from . import clustering, devices, graph_optimizer, placement
+from .trace_events import compile_events_since
 from .config import ConfigProto, NodeStats, TraceLevel, graph_rewrites, jit_options
 from .device_partition import Partition, partition_graph_defs
 from .executor import build_plan, execute, needed_ops, start_values
@@ -37,6 +38,18 @@ from .multi_device import MultiDevicePlan
 from .fetches import FetchStructure, convert_feed, fits_exactly
 from .state import SessionState, VariableRef
 
+
+
+def _add_compile_events(run_metadata, began, device: str) -> None:
+    """Add the compiles that began during a traced step (runtime/trace_events.py) to its
+    step stats, as "Compile" events on the device that asked for them; note the step's
+    wall-clock start."""
+    start, wall = began
+    run_metadata.wall_start = wall
+    for event in compile_events_since(start):
+        run_metadata.step_stats.append(NodeStats(
+            event.label, "Compile", event.start - start, event.end - start, event.thread,
+            device, category="Compile"))
 
 class Session:
     """Runs ops of a graph (TensorFlow 1.x `tf.Session`)."""
@@ -107,6 +120,7 @@ class Session:
         if options is not None:
             timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
             trace = [] if options.trace_level >= TraceLevel.SOFTWARE_TRACE else None
+        began = (time.perf_counter(), time.time())
         execute(plan, values, self._state, self._get_pool() if plan.parallel else None,
                 timeout, trace)
         if run_metadata is not None:
@@ -114,6 +128,7 @@ class Session:
                 device = self._devices[0].name
                 run_metadata.step_stats = [NodeStats(op.name, op.type, s, e, th, device)
                                            for op, s, e, th in trace]
+                _add_compile_events(run_metadata, began, device)
             if options is not None and options.output_partition_graphs:
                 run_metadata.partition_graphs = self._one_device_graphs(key)
         fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
@@ -152,11 +167,13 @@ class Session:
             timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
             trace = [] if options.trace_level >= TraceLevel.SOFTWARE_TRACE else None
         deadline = time.monotonic() + timeout if timeout else None
+        began = (time.perf_counter(), time.time())
         computed = plan.run(feeds, self._state, deadline, trace, self._cost_model)
         if run_metadata is not None:
             if trace is not None:
                 run_metadata.step_stats = [NodeStats(n.name, n.type, s, e, th, d.name)
                                            for n, s, e, th, d in trace]
+                _add_compile_events(run_metadata, began, self._devices[0].name)
             if options is not None and options.output_partition_graphs:
                 run_metadata.partition_graphs = plan.partition_graphs()
         fed_arrays = {id(v) for v in feeds.values()} if feeds else ()

@@ -20,14 +20,17 @@ from hypothesis.extra import numpy as hnp
 
 import flowjit as tf
 from flowjit.ops.check_ops import ensure_non_empty
+from flowjit.ops.grad_ops import bias_add_grad, relu_grad, sigmoid_grad, tanh_grad
+from flowjit.ops.math_binary import add_v2
 from flowjit.ops.sort_ops import sort_positions
 from flowjit.ops.sum_to_shape import sum_to_shape_of
 
 # Ops whose float results must be bit-identical: data movement, casts, selections, Max/Min,
 # comparisons and rounding (no arithmetic that may round differently).
 EXACT_FLOAT_OPS = frozenset("""
-Identity StopGradient ZerosLike OnesLike Abs Neg Sign Floor Ceil Round Relu Relu6 Maximum Minimum
-ClipByValue Select SelectV2 Max Min Cast Transpose ConjugateTranspose Reshape ExpandDims Squeeze
+Identity StopGradient ZerosLike OnesLike Abs Neg Sign Floor Ceil Round Relu Relu6 ReluGrad
+Maximum Minimum ClipByValue Select SelectV2 Max Min Cast Transpose ConjugateTranspose Reshape
+ExpandDims Squeeze
 Tile Pad PadV2 MirrorPad ReverseV2 Slice StridedSlice ConcatV2 Pack Unpack Split SplitV
 GatherV2 GatherNd OneHot BroadcastTo TensorScatterUpdate TensorStridedSliceUpdate Fill Sort
 EnsureNonEmpty Const
@@ -82,7 +85,8 @@ def _float_ops(dt):
         ("StopGradient", tf.stop_gradient),
     ]
     binary = [
-        ("Add", tf.add), ("Sub", tf.subtract), ("Mul", tf.multiply), ("RealDiv", tf.divide),
+        ("Add", tf.add), ("AddV2", add_v2), ("Sub", tf.subtract), ("Mul", tf.multiply),
+        ("RealDiv", tf.divide),
         ("Pow", tf.pow), ("Atan2", tf.atan2), ("Maximum", tf.maximum), ("Minimum", tf.minimum),
         ("SquaredDifference", tf.squared_difference), ("FloorDiv", tf.floordiv),
         ("FloorMod", tf.floormod), ("Equal", tf.equal), ("NotEqual", tf.not_equal),
@@ -111,6 +115,11 @@ def _float_ops(dt):
         ("ArgMin", lambda P: [tf.argmin(P.w, 0), tf.argmin(P.w, 1, output_type=tf.int32)]),
         ("L2Loss", lambda P: tf.nn.l2_loss(P.w)),
         ("BiasAdd", lambda P: tf.nn.bias_add(P.x, P.y)),
+        ("BiasAddGrad", lambda P: [bias_add_grad(P.x), bias_add_grad(
+            tf.stack([P.x, P.x * 2.0]), data_format="NCHW")]),
+        ("TanhGrad", lambda P: [tanh_grad(P.x, P.x * 2.0), tanh_grad(P.c, P.c)]),
+        ("SigmoidGrad", lambda P: [sigmoid_grad(P.x, P.x * 2.0), sigmoid_grad(P.r, P.r)]),
+        ("ReluGrad", lambda P: relu_grad(P.x * 2.0, P.x)),
         ("Softmax", lambda P: tf.nn.softmax(P.w)),
         ("LogSoftmax", lambda P: tf.nn.log_softmax(P.w)),
         ("SoftmaxCrossEntropyWithLogits", lambda P: tf.nn.softmax_cross_entropy_with_logits(

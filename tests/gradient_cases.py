@@ -16,6 +16,8 @@ from flowjit.ops.sum_to_shape import sum_to_shape_of
 from flowjit.ops.array_ops import CONJUGATE_TRANSPOSE
 from flowjit.ops.builder import make_op
 from flowjit.ops.check_ops import ensure_non_empty
+from flowjit.ops.grad_ops import bias_add_grad, relu_grad, sigmoid_grad, tanh_grad
+from flowjit.ops.math_binary import add_v2
 
 _RNG = np.random.RandomState(0)
 
@@ -73,7 +75,8 @@ _UNARY = {
 }
 
 _BINARY = {
-    "Add": (tf.add, _u, _u), "Sub": (tf.subtract, _u, _u), "Mul": (tf.multiply, _u, _u),
+    "Add": (tf.add, _u, _u), "AddV2": (add_v2, _u, _u), "Sub": (tf.subtract, _u, _u),
+    "Mul": (tf.multiply, _u, _u),
     "RealDiv": (tf.truediv, _u, _away0), "Pow": (tf.pow, _pos, _u),
     "Maximum": (tf.maximum, _distinct, lambda *s: _distinct(*s) + 0.1),
     "Minimum": (tf.minimum, _distinct, lambda *s: _distinct(*s) + 0.1),
@@ -147,6 +150,12 @@ CASES = {
         "loss and backprop", lambda logits: (lambda loss: [loss, loss.op.outputs[1]])(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 0, 3], logits=logits)),
         _u(3, 4)),
+    # --- TensorFlow's gradient ops (their gradients are second-order ones)
+    "TanhGrad": _one("y, dy", tanh_grad, _u(2, 3), _u(2, 3)),
+    "SigmoidGrad": _one("y, dy", sigmoid_grad, _u(2, 3), _u(2, 3)),
+    "ReluGrad": _one("features away from 0", relu_grad, _u(2, 3), _away0(2, 3)),
+    "BiasAddGrad": _c(GradCase("NHWC", bias_add_grad, [_u(2, 2, 3)]),
+                      GradCase("NCHW", lambda x: bias_add_grad(x, "NCHW"), [_u(2, 3, 2)])),
     # --- plumbing and arrays
     "Identity": _one("identity", tf.identity, _u(2, 3)),
     "EnsureNonEmpty": _one("ensure_non_empty",

@@ -103,10 +103,12 @@ def test_max_to_keep(tmp_path):
         for step in range(1, 5):
             saver.save(sess, base, global_step=step)
         assert saver.last_checkpoints == [base + "-3", base + "-4"]
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-3.fjckpt", "m-4.fjckpt"]
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-3.fjckpt", "m-3.meta",
+                                                "m-4.fjckpt", "m-4.meta"]
         # A new Saver (e.g. after a restart) adopts the directory's list and keeps the limit.
         tf.train.Saver(max_to_keep=2).save(sess, base, global_step=5)
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-4.fjckpt", "m-5.fjckpt"]
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-4.fjckpt", "m-4.meta",
+                                                "m-5.fjckpt", "m-5.meta"]
         # Saving the same prefix again keeps one entry for it.
         saver = tf.train.Saver(max_to_keep=2)
         saver.save(sess, base, global_step=5)
@@ -114,7 +116,7 @@ def test_max_to_keep(tmp_path):
         keep_all = tf.train.Saver(max_to_keep=None)
         for step in range(6, 10):
             keep_all.save(sess, base, global_step=step)
-        assert len(os.listdir(tmp_path)) == 1 + 6
+        assert len(os.listdir(tmp_path)) == 1 + 2 * 6
     assert tf.train.latest_checkpoint(str(tmp_path)) == base + "-9"
 
 

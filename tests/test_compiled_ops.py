@@ -38,7 +38,8 @@ TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1
 ACCUMULATING = {"Sum": 50, "Mean": 10, "Prod": 10, "L2Loss": 500, "MatMul": 50,
                 "BatchMatMulV2": 50, "AddN": 10, "Cholesky": 100, "MatrixDeterminant": 1e4,
                 "MatrixInverse": 100, "MatrixSolve": 100, "SoftmaxCrossEntropyWithLogits": 10,
-                "SparseSoftmaxCrossEntropyWithLogits": 10, "LogSoftmax": 10, "SumToShape": 50}
+                "SparseSoftmaxCrossEntropyWithLogits": 10, "LogSoftmax": 10, "SumToShape": 50,
+                "BiasAddGrad": 50}
 
 # Lowerable op types (or forms) that are NOT compiled, each with the reason; the test below
 # checks each still raises NotLowerable (or does not cluster), so the list stays true.

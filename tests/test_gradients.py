@@ -24,12 +24,14 @@ EPS = 1e-6
 NON_DIFFERENTIABLE = {
     **dict.fromkeys(["Const", "Placeholder", "NoOp"], "a source: no inputs"),
     **dict.fromkeys(["VariableV2", "Assign", "AssignAdd", "AssignSub",
-                     "IsVariableInitialized"], "variable state, not a function of its inputs"),
+                     "IsVariableInitialized", "ApplyGradientDescent", "ApplyMomentum",
+                     "ApplyAdam"], "variable state, not a function of its inputs"),
     **dict.fromkeys(["Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
                      "LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite",
                      "Any", "All", "ArgMax", "ArgMin", "Where", "ArgSort"],
                     "bool or integer output"),
-    **dict.fromkeys(["Shape", "ShapeN", "Size", "Rank", "Range", "OneHot"],
+    **dict.fromkeys(["Shape", "ShapeN", "Size", "Rank", "Range", "OneHot",
+                     "BroadcastGradientArgs"],
                     "integer output or built from indices/shapes only"),
     **dict.fromkeys(["RandomUniform", "RandomStandardNormal", "TruncatedNormal",
                      "RandomUniformInt", "Multinomial", "RandomShuffle"], "random"),
@@ -48,6 +50,8 @@ NON_DIFFERENTIABLE = {
                     "input pipeline: strings and file contents"),
     **dict.fromkeys(["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift",
                      "RightShift"], "integer inputs and output"),
+    **dict.fromkeys(["ScalarSummary", "HistogramSummary", "ImageSummary", "TensorSummaryV2",
+                     "MergeSummary"], "summaries: a serialized protobuf string"),
 }
 # Ops whose gradient is checked by a dedicated test instead of finite differences.
 NOT_FINITE_DIFFERENCED = {"StopGradient": "its gradient is None by definition",

@@ -172,7 +172,7 @@ def test_usage_errors_are_one_message(workdir, monkeypatch, capsys, args, messag
 def test_bad_graph_file_and_run_time_error(workdir, monkeypatch, capsys):
     monkeypatch.chdir(workdir)
     assert run_cli.main(["x.npy", "--run", "train"]) == 2
-    assert "x.npy is not a flowjit GraphDef" in capsys.readouterr().err
+    assert "x.npy is not a GraphDef" in capsys.readouterr().err
     assert run_cli.main(["nothere.pb", "--run", "train"]) == 2
     assert "cannot read the graph nothere.pb" in capsys.readouterr().err
     # an op failing while running: status 1, the step and the action named

@@ -114,8 +114,8 @@ def test_partition_graphs_send_a_tensor_once_per_device():
     recvs = [n for n in cpu1.node if n.op == "_Recv"]
     # h has four readers on CPU:1 (Mul twice, Sin, Exp, Square) but crosses once
     assert len(sends) == len(recvs) == 1
-    assert sends[0].attr["tensor_name"] == recvs[0].attr["tensor_name"] == "h:0"
-    assert sends[0].attr["recv_device"].endswith("CPU:1")
+    assert sends[0].attr["tensor_name"].s == recvs[0].attr["tensor_name"].s == b"h:0"
+    assert sends[0].attr["recv_device"].s.endswith(b"CPU:1")
     readers = [n for n in cpu1.node if recvs[0].name in n.input]
     assert {n.op for n in readers} >= {"Mul", "Sin", "Exp", "Square"}
     assert not any(n.op in ("_Send", "_Recv") for n in cpu1.node if n.op == "_Send")
@@ -138,7 +138,7 @@ def test_control_edges_cross_devices_as_tokens():
         assert sess.run(after, options=tf.RunOptions(output_partition_graphs=True),
                         run_metadata=meta) == 2.0
         assert sess.run(read) == 11.0      # the update ran before `after`
-    names = [n.attr["tensor_name"] for gd in meta.partition_graphs for n in gd.node
+    names = [n.attr["tensor_name"].s.decode() for gd in meta.partition_graphs for n in gd.node
              if n.op == "_Recv"]
     assert names == ["^AssignAdd"]
 

@@ -52,8 +52,9 @@ EXACT = {
     "Abs", "ArgMax", "ArgMin", "ArgSort", "Assign", "BroadcastTo", "Cast", "Ceil",
     "ClipByValue", "ConcatV2", "Const", "EnsureNonEmpty", "ExpandDims", "Fill", "Floor",
     "GatherNd", "GatherV2", "Identity", "Max", "Maximum", "Min", "Minimum", "MirrorPad", "Neg",
-    "OneHot", "OnesLike", "Pack", "Pad", "PadV2", "Relu", "Relu6", "Reshape", "ReverseV2",
-    "Round", "Select", "SelectV2", "Sign", "Slice", "Sort", "Split", "SplitV", "Squeeze",
+    "OneHot", "OnesLike", "Pack", "Pad", "PadV2", "Relu", "Relu6", "ReluGrad", "Reshape",
+    "ReverseV2", "Round", "Select", "SelectV2", "Sign", "Slice", "Sort", "Split", "SplitV",
+    "Squeeze",
     "StopGradient", "StridedSlice", "TensorScatterUpdate", "TensorStridedSliceUpdate", "Tile", "Transpose", "Unpack",
     "ZerosLike",
 }

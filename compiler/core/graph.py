@@ -357,9 +357,9 @@ class Graph:
 
     @property
     def graph_def_versions(self):
-        from .graph_def import FORMAT_VERSION
+        from .graph_def import GRAPH_DEF_VERSION
 
-        return {"producer": FORMAT_VERSION}
+        return {"producer": GRAPH_DEF_VERSION}
 
     def as_graph_def(self, from_version=None, add_shapes=False):
         """Serialize this graph to a `GraphDef` (see compiler/core/graph_def.py)."""
@@ -377,6 +377,14 @@ class Graph:
 
     def __contains__(self, name):
         return name in self._by_name
+
+    def _repr_html_(self):
+        """Jupyter's rich display: the HTML of the renderer registered for graphs
+        (compiler/core/display.py; the root package registers client/graph_view.py's), or
+        None, which makes Jupyter show the plain repr."""
+        from .display import html_for
+
+        return html_for(self)
 
 
 def _infer(op_def, op: Operation):

@@ -15,7 +15,7 @@ import importlib
 from hypothesis import HealthCheck, Phase, given, settings
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
-                "random", "linalg", "control", "queues", "readers")
+                "random", "linalg", "control", "queues", "readers", "tf_graph", "summary")
 
 
 def areas():

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import flowjit as tf
+from flowjit.ops.math_binary import add_v2
 
 from . import OpCase
 from .strategies import arrays, broadcast_pair, shapes
@@ -331,6 +332,7 @@ def _py(fn, out=None):
 SAMPLES = {
     "Add": _binary(lambda x, y: x + y, np.add, FH + INTS) | _string_binary(
         tf.add, _per_string(lambda a, b: a + b, object)),
+    "AddV2": _binary(add_v2, np.add, FH + INTS),
     "Sub": _binary(lambda x, y: x - y, lambda x, y: np.subtract(x, y), FH + INTS),
     "Mul": _binary(tf.multiply, lambda x, y: x * y, FH + INTS),
     "RealDiv": _binary(lambda x, y: x / y, _realdiv, FH + INTS + (np.int8, np.uint16),

@@ -54,7 +54,9 @@ def _activation(draw, op_type):
         return [fn(inp)]
 
     def expected(f):
-        return [np.asarray(oracle(x.astype(np.float64), alpha)).astype(dtype)]
+        # LeakyRelu's alpha is a 32-bit float attr, as in TensorFlow (a GraphDef holds it so)
+        return [np.asarray(oracle(x.astype(np.float64), float(np.float32(alpha))))
+                .astype(dtype)]
 
     return OpCase(build, {"x": x} if fed else {}, expected, rtol=_tol(dtype), atol=_tol(dtype))
 
