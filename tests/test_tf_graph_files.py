@@ -135,28 +135,81 @@ with tf.Graph().as_default():
     tf.import_graph_def(graph_def, name="")
     with tf.Session() as sess:
         sess.run("init")
-        out = sess.run("out:0", {"x:0": np.load(sys.argv[2])})
-np.save(sys.argv[3], out)
+        feeds = {"x:0": np.load(sys.argv[2]), "y:0": np.load(sys.argv[3])}
+        losses = [sess.run(["loss:0", "train"], feeds)[0] for _ in range(4)]
+        out = sess.run("out:0", feeds)
+np.save(sys.argv[4], np.array(losses))
+np.save(sys.argv[5], out)
 """
 
 
-def test_tensorflow_imports_and_runs_a_flowjit_written_graph(tmp_path):
+def _model_for_tensorflow(optimizer):
+    x = tf.placeholder(tf.float32, [None, 5], name="x")
+    y = tf.placeholder(tf.float32, [None, 3], name="y")
+    w = tf.Variable(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), name="w")
+    b = tf.Variable(np.array([0.1, 0.2, 0.3], np.float32), name="b")
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b))
+    out = tf.nn.softmax(h * 2.0 - tf.reduce_max(h, axis=1, keepdims=True), name="out")
+    loss = tf.reduce_mean(tf.square(out - y) + tf.reduce_sum(b * b), name="loss")
+    optimizer.minimize(loss, name="train")
+    tf.global_variables_initializer()
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+def test_tensorflow_trains_a_flowjit_written_training_graph(tmp_path, optimizer):
+    """flowjit's gradients (SumToShape written as TensorFlow's four ops) and optimizers'
+    updates run in TensorFlow and give flowjit's losses."""
     pytest.importorskip("tensorflow")
+    make = {"sgd": lambda: tf.train.GradientDescentOptimizer(0.3),
+            "momentum": lambda: tf.train.MomentumOptimizer(0.1, 0.9),
+            "adam": lambda: tf.train.AdamOptimizer(0.05)}[optimizer]
     with tf.Graph().as_default() as g:
-        x = tf.placeholder(tf.float32, [None, 5], name="x")
-        w = tf.Variable(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), name="w")
-        b = tf.Variable(np.array([0.1, 0.2, 0.3], np.float32), name="b")
-        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b))
-        tf.reduce_mean(tf.nn.softmax(h * 2.0 - tf.reduce_max(h, axis=1, keepdims=True)),
-                       axis=0, name="out")
-        tf.global_variables_initializer()
+        _model_for_tensorflow(make())
+    assert "SumToShape" in {op.type for op in g.get_operations()}
     tf.train.write_graph(g, str(tmp_path), "g.pb", as_text=False)
-    feed = np.random.default_rng(0).standard_normal((7, 5)).astype(np.float32)
-    np.save(tmp_path / "x.npy", feed)
+    rng = np.random.default_rng(0)
+    feeds = {"x:0": rng.standard_normal((7, 5)).astype(np.float32),
+             "y:0": rng.random((7, 3)).astype(np.float32)}
+    np.save(tmp_path / "x.npy", feeds["x:0"])
+    np.save(tmp_path / "y.npy", feeds["y:0"])
     subprocess.run([sys.executable, "-c", _TF_ROUND_TRIP, str(tmp_path / "g.pb"),
-                    str(tmp_path / "x.npy"), str(tmp_path / "out.npy")], check=True,
+                    str(tmp_path / "x.npy"), str(tmp_path / "y.npy"),
+                    str(tmp_path / "losses.npy"), str(tmp_path / "out.npy")], check=True,
                    timeout=300)
     with tf.Session(graph=g) as sess:
         sess.run("init")
-        expected = sess.run("out:0", {"x:0": feed})
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-6)
+        losses = [sess.run(["loss:0", "train"], feeds)[0] for _ in range(4)]
+        out = sess.run("out:0", feeds)
+    np.testing.assert_allclose(np.load(tmp_path / "losses.npy"), losses, rtol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), out, rtol=1e-5, atol=1e-7)
+    assert losses[-1] < losses[0]
+
+
+def test_sum_to_shape_is_written_as_tensorflow_ops_and_read_back_as_one():
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        b = tf.Variable(np.ones(3, np.float32), name="b")
+        (grad,) = tf.gradients(tf.reduce_sum((x + b) * x), [b])
+    graph_def = g.as_graph_def()
+    types = [n.op for n in graph_def.node]
+    assert "SumToShape" not in types and "BroadcastGradientArgs" in types
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(graph_def, name="")
+    assert sorted(op.type for op in g2.get_operations()) == \
+        sorted(op.type for op in g.get_operations())
+    feed = {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    with tf.Session(graph=g) as a, tf.Session(graph=g2) as b2:
+        a.run("b/Assign")
+        b2.run("b/Assign")
+        expected = a.run(grad, feed)
+        np.testing.assert_array_equal(b2.run(grad.name, feed), expected)
+    # the same four ops with another node reading a helper stay four (still correct)
+    helper = next(n for n in graph_def.node if n.op == "BroadcastGradientArgs")
+    extra = graph_def.node.add(name="peek", op="Identity", input=[helper.name])
+    extra.attr["T"].type = tf.int32.as_datatype_enum
+    with tf.Graph().as_default() as g3:
+        tf.import_graph_def(graph_def, name="")
+    assert "SumToShape" not in {op.type for op in g3.get_operations()}
+    with tf.Session(graph=g3) as c:
+        c.run("b/Assign")
+        np.testing.assert_array_equal(c.run(grad.name, feed), expected)

@@ -60,10 +60,49 @@ def node_def_for(op: Operation, add_shapes: bool = False) -> NodeDef:
 
 
 def graph_to_graph_def(graph: Graph, add_shapes: bool = False) -> GraphDef:
-    """Describe every op of `graph`, in creation order (which is a dependency order)."""
+    """Describe every op of `graph`, in creation order (which is a dependency order).
+
+    flowjit's SumToShape (the adjoint of broadcasting in its gradients) is written as the
+    four ops TensorFlow's gradients use for it, so TensorFlow can run flowjit's training
+    graphs; the last carries the attr `_flowjit_op: "SumToShape"` and importing into
+    flowjit folds the four back into one op (compiler/graph_import.py).
+    """
     graph_def = GraphDef(versions=VersionDef(producer=GRAPH_DEF_VERSION))
-    graph_def.node.extend(node_def_for(op, add_shapes) for op in graph.get_operations())
+    for op in graph.get_operations():
+        if op.type == "SumToShape":
+            graph_def.node.extend(_sum_to_shape_nodes(op, add_shapes))
+        else:
+            graph_def.node.append(node_def_for(op, add_shapes))
     return graph_def
+
+
+EXPANDED_OP_ATTR = "_flowjit_op"
+
+
+def _sum_to_shape_nodes(op: Operation, add_shapes: bool) -> list:
+    """Shape(x), BroadcastGradientArgs(Shape, target), Sum(x, axes:1, keep_dims) and
+    Reshape(Sum, target), named under the op's name, the Reshape taking its name."""
+    x, target = op.inputs
+    name, index_type = op.name, target.dtype
+
+    def node(suffix, op_type, inputs, **attrs):
+        out = NodeDef(name=name + suffix, op=op_type, device=op.device, input=inputs)
+        for key, value in sorted(attrs.items()):
+            out.attr[key].CopyFrom(to_attr_value(value, attr_type(op_type, key)))
+        return out
+
+    shape = node("/Shape", "Shape", [_input_name(x)] + [f"^{c.name}" for c in
+                                                        op.control_inputs],
+                 T=x.dtype, out_type=index_type)
+    axes = node("/BroadcastGradientArgs", "BroadcastGradientArgs",
+                [shape.name, _input_name(target)], T=index_type)
+    total = node("/Sum", "Sum", [_input_name(x), axes.name + ":1"], T=x.dtype,
+                 Tidx=index_type, keep_dims=True)
+    attrs = {"T": x.dtype, "Tshape": index_type, EXPANDED_OP_ATTR: "SumToShape"}
+    if add_shapes:
+        attrs[_SHAPES_ATTR] = [op.outputs[0].shape]
+    return [shape, axes, total, node("", "Reshape", [total.name, _input_name(target)],
+                                     **attrs)]
 
 
 def node_attrs(node: NodeDef) -> dict:
