@@ -14,9 +14,10 @@ order of operations:
 - Adam: lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - m) * (1 - beta1);
   v += (grad * grad - v) * (1 - beta2); var -= m * lr_t / (sqrt(v) + epsilon) (Nesterov:
   var -= (grad * (1 - beta1) + beta1 * m) * lr_t / (sqrt(v) + epsilon)).
-They are STATEFUL and have no gradient.  They run with their reference kernels only: a
-compiled cluster installs one updated variable per update op (runtime/cluster_updates.py),
-and Momentum and Adam update several.  flowjit's optimizers (optimizers.py) build their
+They are STATEFUL and have no gradient.  ApplyGradientDescent compiles into a cluster like
+AssignSub (its lowering gives var's new value, which the cluster installs:
+runtime/cluster_updates.py); Momentum and Adam update several variables, which a cluster
+cannot install, so they run with their reference kernels.  flowjit's optimizers (optimizers.py) build their
 updates from Assign/AssignSub instead; these ops are for imported graphs, built by the
 functions here (TensorFlow's raw op names, not part of the `tf.*` namespace).
 """
@@ -25,10 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
+from ..compiler.core.ir import Scalar as S
+from ..compiler.core.ir_build import NotLowerable
 from ..errors import InvalidArgumentError
 from . import variables
 from .builder import FLOATS, check_dtype, graph_for, make_op, to_tensor
+from .lower_util import elementwise_lowering
 from .registry import OpDef, Trait
 from .variable_ref import VariableRef
 
@@ -139,14 +144,33 @@ def _kernel(update, *flags):
     return kernel
 
 
-def _op_def(name, update, *flags, doc):
+def _op_def(name, update, *flags, doc, lower=None):
     refs = _SIGNATURES[name][1]
     return OpDef(name, _infer, _kernel(update, *flags), traits={Trait.STATEFUL},
-                 ref_inputs=set(range(refs)), doc=doc)
+                 ref_inputs=set(range(refs)), doc=doc, lower=lower)
+
+
+_descend = elementwise_lowering(
+    lambda dtype, var, alpha, delta: ir.make(S.SUB, dtype, (var, ir.make(S.MUL, dtype,
+                                                                      (delta, alpha)))))
+
+
+def _lower_gradient_descent(ctx, op, inputs):
+    """var - delta * alpha, elementwise: the new value a compiled cluster installs as the
+    variable's (runtime/cluster_updates.py), like AssignSub's."""
+    var, alpha, delta = inputs
+    if len(alpha.shape) != 0 or len(var.shape) != len(delta.shape):
+        raise NotLowerable(f"{op.type} with a non-scalar alpha or a delta of another rank "
+                           "(the reference kernel reports it)")
+    for i, (a, b) in enumerate(zip(var.shape, delta.shape)):
+        ctx.check_equal(a, b, f"{op.type} '{op.name}' requires delta to have var's shape "
+                              f"(dimension {i} differs)")
+    return _descend(ctx, op, inputs)
 
 
 APPLY_GRADIENT_DESCENT = _op_def("ApplyGradientDescent", gradient_descent_update,
-                                 doc="var -= alpha * delta, in place; outputs the new var.")
+                                 doc="var -= alpha * delta, in place; outputs the new var.",
+                                 lower=_lower_gradient_descent)
 APPLY_MOMENTUM = _op_def("ApplyMomentum", momentum_update, "use_nesterov",
                          doc="The momentum update of var and accum, in place.")
 APPLY_ADAM = _op_def("ApplyAdam", adam_update, "use_nesterov",

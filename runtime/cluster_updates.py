@@ -1,7 +1,7 @@
 """Variable updates inside compiled clusters: a training step as one compiled function.
 
-A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd and
-AssignSub, so forward pass, backward pass and every optimizer update run as ONE compiled
+A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd,
+AssignSub and ApplyGradientDescent (TensorFlow's SGD update, in imported graphs), so forward pass, backward pass and every optimizer update run as ONE compiled
 kernel, as XLA compiles resource-variable updates into its clusters.  Inside the kernel an
 update is plain arithmetic: Assign yields its value, AssignAdd/AssignSub yield
 `old + delta` / `old - delta` (the lowerings live with the ops in ops/variables.py).  The
@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.training_ops import APPLY_GRADIENT_DESCENT
 from ..ops.variables import ASSIGN, ASSIGN_ADD, ASSIGN_SUB
 
-UPDATE_OPS = frozenset({ASSIGN, ASSIGN_ADD, ASSIGN_SUB})
+# updates of one variable (input 0) whose lowering gives its new value as output 0
+UPDATE_OPS = frozenset({ASSIGN, ASSIGN_ADD, ASSIGN_SUB, APPLY_GRADIENT_DESCENT})
 
 
 def is_update(op) -> bool:

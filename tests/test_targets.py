@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from flowjit.ops import registry
+from flowjit.ops import registry, training_ops
 from flowjit.compiler.core.ir import Combiner, NodeKind, Routine, Scalar
 from flowjit.runtime import clustering
 from flowjit.runtime.clustering import ClusterStep
@@ -78,7 +78,9 @@ def _variable_case(kind: str) -> OpCase:
         w = tf.Variable(np.float32(0.5), name="w")   # two: the initializer groups with NoOp
         x = tf.placeholder(tf.float32, [2, 3], name="x")
         update = {"Assign": tf.assign, "AssignAdd": tf.assign_add,
-                  "AssignSub": tf.assign_sub}.get(kind, tf.assign_add)
+                  "AssignSub": tf.assign_sub,
+                  "ApplyGradientDescent": lambda var, delta: training_ops.
+                  apply_gradient_descent(var, np.float32(0.25), delta)}.get(kind, tf.assign_add)
         return [update(v, x * w + 1.0)]
 
     return OpCase(build, {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}, None)
@@ -87,7 +89,7 @@ def _variable_case(kind: str) -> OpCase:
 # variable updates and the ops only their graphs hold in a cluster (a lone Const or NoOp is
 # no cluster: runtime/clustering.py)
 EXTRA_CASES = {k: [_variable_case(k)] for k in ("Assign", "AssignAdd", "AssignSub", "Const",
-                                               "NoOp")}
+                                               "NoOp", "ApplyGradientDescent")}
 # scatters compile for row indices of shape [k, 1]; the samples draw few of them
 EXTRA_CASES["TensorScatterUpdate"] = [OpCase(
     lambda: [tf.tensor_scatter_nd_update(
