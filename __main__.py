@@ -3,9 +3,14 @@
 Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
 `ops` (the registered op types and their traits, generated from the registry), `run`
 (load a saved GraphDef and run ops on it: `runtime/run_cli.py`) and
-`bench [session|compiler|numpy|training|all]` (the session-overhead benchmark, the compiler
-benchmark against NumPy and its peers, the training step W5, each run in a child process so
-thread-count environment variables take effect before NumPy and the peers are imported).
+`bench [session|compiler|numpy|training|all|report]` (the session-overhead benchmark, the
+compiler benchmark against NumPy and its peers, the NumPy corpus, the training step W5, each
+run in a child process so thread-count environment variables take effect before NumPy and
+the peers are imported; `report` runs them all and writes DIR/report.md with a table per
+benchmark, the machine and the missing peers, plus a PNG plot of speedups over NumPy per
+benchmark: `benchmarks/report.py`, options `--out DIR`, `--only NAME[:ITEM,...]`, `--quick`).
+Long loops show a progress bar on stderr when it is a terminal (`progress.py`;
+FLOWJIT_PROGRESS=0 turns bars off).
 Each subcommand is an argparse sub-parser whose handler is attached with
 `set_defaults(handler=...)`.
 """
@@ -66,7 +71,10 @@ def _cmd_bench(args) -> int:
     def thread_env(threads):
         return blas_env(pinned_env(threads), args.native_blas)
 
-    timing = ["--target-seconds", str(args.target_seconds)]
+    if args.which == "report":
+        return _cmd_bench_report(args)
+    target = 0.1 if args.target_seconds is None else args.target_seconds
+    timing = ["--target-seconds", str(target)]
     timing += ["--repeats", str(args.repeats)] if args.repeats else []
     timing += ["--native-blas"] if args.native_blas else []
     status = 0
@@ -98,14 +106,22 @@ def _cmd_bench(args) -> int:
     return status
 
 
+def _cmd_bench_report(args) -> int:
+    from .benchmarks import report
+    from .benchmarks.peers import PEER_KEYS
+
+    if args.peers == ",".join(PEER_KEYS):
+        args.peers = None  # the default: every peer, pythran (NumPy corpus) too
+    return report.run_report(report.options(args))
+
+
 def _training_systems(peers: str) -> str:
     """The training benchmark's systems for a --peers value: NumPy and every flowjit variant,
     plus the named peers that have a training step (numexpr and numba have none)."""
-    from .benchmarks.training_step import SYSTEMS
+    from .benchmarks.training_step import training_systems
 
     names = [p.strip() for p in peers.split(",") if p.strip() and p.strip() != "none"]
-    return ",".join(s for s in SYSTEMS
-                    if s == "numpy" or s.startswith("flowjit") or s in names)
+    return ",".join(training_systems(names))
 
 
 def _cmd_run(args) -> int:
@@ -149,21 +165,28 @@ def build_parser() -> argparse.ArgumentParser:
                     "busy); numpy: ordinary NumPy kernels (tests/numpy_corpus.py) under "
                     "flowjit.jit, numba.njit and pythran (when installed) vs NumPy; "
                     "training: W5, steps/s of an MLP training step vs NumPy, JAX, PyTorch, "
-                    "TensorFlow; all: every one.")
+                    "TensorFlow; all: every one; report: every one (or those --only "
+                    "names), written to --out DIR as report.md (tables of medians and "
+                    "ratios to NumPy, the machine, missing peers), one PNG plot of "
+                    "speedups over NumPy per benchmark, results.json and the logs "
+                    "(its --peers may also name pythran, of the NumPy corpus).")
     bench.add_argument("which", nargs="?", default="session",
-                       choices=("session", "compiler", "numpy", "training", "all"),
+                       choices=("session", "compiler", "numpy", "training", "all", "report"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "
                             "compiler: all CPUs)")
     bench.add_argument("--repeats", type=int, default=None,
                        help="interleaved repetitions (7; compiler --quick: 3)")
-    bench.add_argument("--target-seconds", type=float, default=0.1,
-                       help="calibrated duration of one timed batch (0.1)")
+    bench.add_argument("--target-seconds", type=float, default=None,
+                       help="calibrated duration of one timed batch (0.1; report --quick: "
+                            "each benchmark's quick value)")
     from .benchmarks.compiler_workloads import add_arguments
+    from .benchmarks.report import add_arguments as add_report_arguments
     from .benchmarks.timing import add_blas_argument
 
     add_arguments(bench)
+    add_report_arguments(bench)
     add_blas_argument(bench)
     bench.set_defaults(handler=_cmd_bench)
     return parser

@@ -24,6 +24,7 @@ import tempfile
 import textwrap
 import time
 
+from ..progress import progress
 from .timing import thread_env
 
 _PRELUDE = """\
@@ -158,9 +159,8 @@ def run(peers, threads: int, rows: int = 4096, cols: int = 1024,
     base = thread_env(threads)
     base.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     base.setdefault("JAX_PLATFORMS", "cpu")
-    for system in SYSTEMS:
-        if system.peer and system.peer not in peers:
-            continue
+    chosen = [s for s in SYSTEMS if not s.peer or s.peer in peers]
+    for system in progress(chosen, desc="W7 compile time", unit="system"):
         with tempfile.TemporaryDirectory(prefix="flowjit-w7-") as tmp:
             path = os.path.join(tmp, "w7_script.py")
             with open(path, "w") as f:

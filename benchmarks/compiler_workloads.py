@@ -55,6 +55,7 @@ import statistics
 import sys
 import time
 
+from ..progress import progress
 from ..runtime.process_tuning import tune_process
 from . import compile_time
 from .peers import PEER_KEYS, PEERS, FlowjitPeer, NumpyPeer, describe
@@ -293,11 +294,15 @@ def run(workloads=WORKLOADS, peers=PEER_KEYS, sizes=DEFAULT, repeats: int = 7,
     for key, reason in unavailable.items():
         print(f"peer {key} not run: {reason}", file=out)
     rows = []
-    for case in build_cases([w for w in workloads if w in STEADY], sizes):
-        case_rows = run_case(case, systems, repeats, target_seconds)
-        print_case(case, case_rows, out)
-        out.flush()
-        rows.extend(case_rows)
+    with progress(build_cases([w for w in workloads if w in STEADY], sizes),
+                  desc="compiler", unit="case") as bar:
+        for case in bar:
+            bar.set_postfix(case=case.workload)
+            case_rows = run_case(case, systems, repeats, target_seconds)
+            with bar.printing(out):
+                print_case(case, case_rows, out)
+                out.flush()
+            rows.extend(case_rows)
     if rows:
         print_summary(rows, out)
         print("  thr = cores used (CPU time / wall); 1st call includes compiling; err = worst "

@@ -55,6 +55,7 @@ import time
 
 import numpy as np
 
+from ..progress import progress
 from . import pythran_build
 from .compiler_workloads import _flowjit_warnings, _unit, _version
 from .peers import describe
@@ -461,12 +462,15 @@ def run(kernels=None, variants=VARIANTS, repeats: int = 7, target_seconds: float
               f"{pythran_build.blas()}, modules cached in {pythran_build.cache_dir()}",
               file=out)
     rows = []
-    for kernel in chosen:
-        kernel_rows = run_kernel(kernel, variants, repeats, target_seconds, size,
-                                 check_timeout)
-        print_kernel(kernel, kernel_rows, out, size)
-        out.flush()
-        rows.extend(kernel_rows)
+    with progress(chosen, desc="numpy corpus", unit="kernel") as bar:
+        for kernel in bar:
+            bar.set_postfix(kernel=kernel.name)
+            kernel_rows = run_kernel(kernel, variants, repeats, target_seconds, size,
+                                     check_timeout)
+            with bar.printing(out):
+                print_kernel(kernel, kernel_rows, out, size)
+                out.flush()
+            rows.extend(kernel_rows)
     summary = summarize(rows)
     if rows:
         print_summary(rows, summary, out)

@@ -17,18 +17,21 @@ Method (the project's benchmarking rules):
   a core busy meanwhile, the batch is retried (at most twice) and the retries counted.
   The measuring itself lives in `benchmarks/timing.py`, shared with the compiler benchmark.
 
-Run: `python -m flowjit bench session` (or `python -m flowjit.benchmarks.session_overhead`).
+Run: `python -m flowjit bench session` (or `python -m flowjit.benchmarks.session_overhead
+[--repeats N] [--target-seconds S] [--json PATH]`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 
 import numpy as np
 
+from ..progress import progress
 from .timing import Measurement, add_blas_argument, measure
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -133,7 +136,8 @@ def run(repeats: int = 7, target_seconds: float = 0.1, out=None) -> list:
     rows = []
     builders = [case_affine, case_chain, lambda tf: case_wide(tf, 0),
                 lambda tf: case_wide(tf, 1)]
-    for build in builders:
+    bar = progress(builders, desc="session overhead", unit="case")
+    for build in bar:
         graph = tf.Graph()
         with graph.as_default():
             case = build(tf)
@@ -148,9 +152,10 @@ def run(repeats: int = 7, target_seconds: float = 0.1, out=None) -> list:
                    flowjit_threads=statistics.median(fj.threads),
                    retries=fj.retries + npy.retries)
         rows.append(row)
-        print(f"{case['name']:<40} {n_ops:4d} {_spread(fj)} {_spread(npy)} {ratio:7.0f} "
-              f"{fj.median * 1e6 / n_ops:6.1f} {row['flowjit_threads']:4.1f} "
-              f"{row['retries']:5d}", file=out)
+        with bar.printing(out):
+            print(f"{case['name']:<40} {n_ops:4d} {_spread(fj)} {_spread(npy)} {ratio:7.0f} "
+                  f"{fj.median * 1e6 / n_ops:6.1f} {row['flowjit_threads']:4.1f} "
+                  f"{row['retries']:5d}", file=out)
     print("ops = graph ops run per call (constants included); ratio = flowjit median / NumPy "
           "median; us/op = flowjit time per op; "
           "thr = cores flowjit used (CPU time / wall); retry = batches retried because "
@@ -163,9 +168,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--target-seconds", type=float, default=0.1)
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     add_blas_argument(parser)
     args = parser.parse_args(argv)
-    run(args.repeats, args.target_seconds)
+    rows = run(args.repeats, args.target_seconds)
+    if args.json:
+        meta = dict(cpus=os.cpu_count(), repeats=args.repeats,
+                    target_seconds=args.target_seconds,
+                    threads=int(os.environ.get("FLOWJIT_BENCH_THREADS", "0")) or None)
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        print(f"\nwrote {args.json}")
     return 0
 
 

@@ -15,7 +15,8 @@ after the last step:
 Per row: total seconds, the speed-up over NumPy (NumPy's time / flowjit's: above 1 is
 faster), and for flowjit the step at which a compiled kernel took over (the quick tier
 first), the step from which the optimized kernel ran, and the seconds until the first; the
-clusters' explain() lines go to stderr (how each runs and why).  Repeated `--repeats` times; medians are reported.
+clusters' explain() lines go to stderr (how each runs and why).  Repeated `--repeats` times;
+medians are reported.
 
 Run: `python -m flowjit.benchmarks.tiered_session [--quick]`.
 """
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from ..progress import progress
 
 CASES = {"small": ((100, 32, 16, 8), 10_000), "large": ((4096, 32, 1024, 8), 30)}
 
@@ -130,10 +133,13 @@ def main(argv=None) -> int:
     print(f"{'case':<22} {'system':<14} {'seconds':>9} {'vs NumPy':>9}  compiled from step, "
           f"optimized from step (seconds to compiled)")
     started = time.perf_counter()
-    for name in args.cases.split(","):
+    bar = progress(args.cases.split(","), desc="tiered session", unit="case")
+    for name in bar:
         for case, system, seconds, speedup, swaps, swap_s in run_case(name, repeats):
             when = "" if system == "numpy" else f"  {swaps} ({swap_s and round(swap_s, 2)})"
-            print(f"{case:<22} {system:<14} {seconds:9.3f} {speedup:8.2f}x{when}", flush=True)
+            with bar.printing(sys.stdout):
+                print(f"{case:<22} {system:<14} {seconds:9.3f} {speedup:8.2f}x{when}",
+                      flush=True)
     print(f"({time.perf_counter() - started:.0f} s; medians of {repeats} fresh processes per "
           "row; vs NumPy = NumPy's time / this row's)")
     return 0

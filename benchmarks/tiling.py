@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import numpy as np
+
+from ..progress import progress
 
 
 def _cases():
@@ -56,7 +59,8 @@ def main(argv=None) -> list:
     y = rng.standard_normal(opts.n).astype(opts.dtype)
     rows = []
     print(f"{'case':34} {'numpy ms':>9} {'flowjit ms':>10} {'ratio':>6}  tiles")
-    for name, (fn, _) in _cases().items():
+    bar = progress(_cases().items(), desc="tiling", unit="case")
+    for name, (fn, _) in bar:
         jitted = flowjit.jit(fn)
         want = fn(*(v.astype(np.float64) for v in (a, x, y)))   # float64 reference
         scale = float(np.abs(want).max(initial=1.0)) * opts.n    # sums of n float32 values
@@ -67,7 +71,8 @@ def main(argv=None) -> list:
         t_np = _time(fn, (a, x, y), opts.repeats)
         t_fj = _time(jitted, (a, x, y), opts.repeats)
         rows.append((name, t_np * 1e3, t_fj * 1e3, t_fj / t_np, tiles))
-        print(f"{name:34} {t_np * 1e3:9.2f} {t_fj * 1e3:10.2f} {t_fj / t_np:6.2f}  {tiles}")
+        with bar.printing(sys.stdout):
+            print(f"{name:34} {t_np * 1e3:9.2f} {t_fj * 1e3:10.2f} {t_fj / t_np:6.2f}  {tiles}")
     return rows
 
 

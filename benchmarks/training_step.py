@@ -26,14 +26,19 @@ median), median and min..max per step, the ratio of medians to NumPy (below 1 is
 the cores used and retried batches.  Measuring runs in a child process whose environment sets
 the thread counts before any import (`--threads`, all CPUs by default).
 
-Run: `python -m flowjit bench training [--quick] [--threads N] [--repeats N]`
-(or `python -m flowjit.benchmarks.training_step`).
+The hyperparameters, the TF1 graph (run by flowjit and by TensorFlow) and the steps of
+JAX, PyTorch and TensorFlow are in `benchmarks/training_peers.py`.
+
+Run: `python -m flowjit bench training [--quick] [--threads N] [--repeats N]` (or
+`python -m flowjit.benchmarks.training_step`, which also takes `--cases small,large` and
+`--json PATH`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import statistics
@@ -42,17 +47,15 @@ import time
 
 import numpy as np
 
+from ..progress import progress
 from .peers import describe
 from .timing import add_timing_arguments, blas_cores, measure, pin_threads, rerun_in_child
+from .training_peers import (BETA1, BETA2, EPSILON, LR, Unavailable, _graph_program,  # noqa: F401
+                             _session_step, make_jax, make_tensorflow, make_torch)
 
-LR, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 1e-8
 CASES = {"small": (100, 32, 16, 8), "large": (4096, 32, 1024, 8)}
 LOSS_RTOL = 1e-4     # float32 sums of 800 / 32768 squared errors, differently ordered
 PARAM_ATOL = 2e-6    # after one Adam step of ~1e-3 per weight: a wrong gradient moves ~1e-3
-
-
-class Unavailable(Exception):
-    """The system (or the flowjit piece) is not there: the row says so, nothing is timed."""
 
 
 def make_inputs(batch: int, n_in: int, hidden: int, n_out: int, seed: int = 0) -> tuple:
@@ -104,30 +107,6 @@ def make_numpy(x, y, init, threads):
         return loss
 
     return step, lambda: params
-
-
-def _graph_program(tf, x, y, init):
-    """The example's graph with the given initial weights: (x, y, cost, train, vars, init)."""
-    n_in, n_out = x.shape[1], y.shape[1]
-    xp = tf.placeholder(tf.float32, [None, n_in], name="x")
-    yp = tf.placeholder(tf.float32, [None, n_out], name="y")
-    w1, b1, w2, b2 = variables = [tf.Variable(p) for p in init]
-    a = tf.nn.tanh(tf.nn.bias_add(tf.matmul(xp, w1), b1))
-    y_out = tf.nn.tanh(tf.nn.bias_add(tf.matmul(a, w2), b2), name="y_out")
-    cost = tf.reduce_sum(tf.square(yp - y_out), name="cost")
-    train = tf.train.AdamOptimizer().minimize(cost, name="train")
-    return xp, yp, cost, train, variables, tf.global_variables_initializer()
-
-
-def _session_step(tf, x, y, init, config):
-    graph = tf.Graph()
-    with graph.as_default():
-        xp, yp, cost, train, variables, init_op = _graph_program(tf, x, y, init)
-    sess = tf.Session(graph=graph, config=config)
-    sess.run(init_op)
-    feed = {xp: x, yp: y}
-    fetches = [cost, train]
-    return (lambda: sess.run(fetches, feed)[0]), (lambda: sess.run(variables))
 
 
 def make_flowjit(x, y, init, threads):
@@ -194,78 +173,15 @@ def make_flowjit_value_and_grad(x, y, init, threads):
     return step, lambda: state[:4]
 
 
-def make_jax(x, y, init, threads):
-    """jax.jit of the whole step: jax.value_and_grad of the loss, TF-style Adam in jnp."""
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError as exc:
-        raise Unavailable(f"jax not installed ({exc})") from None
-
-    def loss_fn(params, xb, yb):
-        w1, b1, w2, b2 = params
-        out = jnp.tanh(jnp.tanh(xb @ w1 + b1) @ w2 + b2)
-        return jnp.sum(jnp.square(yb - out))
-
-    @jax.jit
-    def train(params, m, v, t, xb, yb):
-        loss, grads = jax.value_and_grad(loss_fn)(params, xb, yb)
-        t = t + 1
-        lr_t = LR * jnp.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
-        m = [BETA1 * mi + (1 - BETA1) * g for mi, g in zip(m, grads)]
-        v = [BETA2 * vi + (1 - BETA2) * g * g for vi, g in zip(v, grads)]
-        params = [p - lr_t * mi / (jnp.sqrt(vi) + EPSILON) for p, mi, vi in zip(params, m, v)]
-        return loss, params, m, v, t
-
-    xb, yb = jnp.asarray(x), jnp.asarray(y)
-    state = [[jnp.asarray(p) for p in init], [jnp.zeros_like(p) for p in init],
-             [jnp.zeros_like(p) for p in init], jnp.float32(0)]
-
-    def step():
-        loss, *state[:] = train(*state, xb, yb)
-        return loss.block_until_ready()
-
-    return step, lambda: [np.asarray(p) for p in state[0]]
-
-
-def make_torch(x, y, init, threads):
-    """PyTorch eager: autograd and torch.optim.Adam (eps=1e-8)."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise Unavailable(f"torch not installed ({exc})") from None
-    torch.set_num_threads(threads)
-    params = [torch.tensor(p, requires_grad=True) for p in init]
-    opt = torch.optim.Adam(params, lr=LR, betas=(BETA1, BETA2), eps=EPSILON)
-    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
-    w1, b1, w2, b2 = params
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        out = torch.tanh(torch.tanh(xb @ w1 + b1) @ w2 + b2)
-        loss = torch.sum(torch.square(yb - out))
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return step, lambda: [p.detach().numpy().copy() for p in params]
-
-
-def make_tensorflow(x, y, init, threads):
-    """TensorFlow tf.compat.v1 Session running the same graph as flowjit."""
-    try:
-        import tensorflow.compat.v1 as tf
-    except ImportError as exc:
-        raise Unavailable(f"tensorflow not installed ({exc})") from None
-    tf.disable_eager_execution()
-    config = tf.ConfigProto(intra_op_parallelism_threads=threads,
-                            inter_op_parallelism_threads=threads)
-    return _session_step(tf, x, y, init, config)
-
-
 SYSTEMS = {"numpy": make_numpy, "flowjit": make_flowjit, "flowjit nojit": make_flowjit_nojit,
            "flowjit v&g": make_flowjit_value_and_grad, "jax": make_jax, "torch": make_torch,
            "tensorflow": make_tensorflow}
+
+
+def training_systems(peers) -> list:
+    """The systems for a list of peer keys: NumPy, every flowjit variant, and the named
+    peers that have a training step (numexpr and numba have none)."""
+    return [s for s in SYSTEMS if s == "numpy" or s.startswith("flowjit") or s in peers]
 
 
 # --- checking, timing, reporting ---------------------------------------------------------------
@@ -307,8 +223,8 @@ def check_first_step(loss, params, ref_loss, ref_params) -> str:
     return ""
 
 
-def run_case(name: str, systems: list, threads: int, repeats: int, target: float, out) -> list:
-    """Check and time every system on case `name`; print its table; return the rows."""
+def run_case(name: str, systems: list, threads: int, repeats: int, target: float) -> list:
+    """Check and time every system on case `name`; return its rows (dicts)."""
     batch, n_in, hidden, n_out = CASES[name]
     x, y, init = make_inputs(batch, n_in, hidden, n_out)
     ref_step, ref_params = make_numpy(x, y, init, threads)
@@ -316,7 +232,7 @@ def run_case(name: str, systems: list, threads: int, repeats: int, target: float
     ref = [np.array(p, np.float64) for p in ref_params()]
     rows, calls = [], {}
     for system in systems:
-        row = {"variant": system, "status": "ok", "reason": ""}
+        row = {"case": name, "variant": system, "status": "ok", "reason": ""}
         rows.append(row)
         try:
             step, params = SYSTEMS[system](x, y, init, threads)
@@ -341,6 +257,15 @@ def run_case(name: str, systems: list, threads: int, repeats: int, target: float
         row.update(median=m.median, min=min(m.times), max=max(m.times),
                    threads=m.median_threads, retries=m.retries)
     base = next((r["median"] for r in rows if r["variant"] == "numpy" and "median" in r), None)
+    for row in rows:
+        if "median" in row:
+            row["ratio"] = row["median"] / base if base else float("nan")
+    return rows
+
+
+def print_case(name: str, rows: list, out) -> None:
+    """The table of case `name`."""
+    batch, n_in, hidden, n_out = CASES[name]
     print(f"\nW5 training step, {name}: batch {batch}, {n_in}->{hidden}->{n_out}, tanh, "
           f"sum of squares, Adam", file=out)
     print(f"  {'variant':<14} {'steps/s':>9} {'median':>9} {'(min..max)':>14} "
@@ -349,7 +274,6 @@ def run_case(name: str, systems: list, threads: int, repeats: int, target: float
         if "median" not in row:
             print(f"  {row['variant']:<14} {row['status']}: {row['reason']}", file=out)
             continue
-        row["ratio"] = row["median"] / base if base else float("nan")
         scale, unit = (1e3, "ms") if row["median"] >= 1e-3 else (1e6, "us")
         spread = f"({row['min'] * scale:.3g}..{row['max'] * scale:.3g})"
         print(f"  {row['variant']:<14} {1 / row['median']:9.1f} {row['median'] * scale:6.3g} "
@@ -359,7 +283,33 @@ def run_case(name: str, systems: list, threads: int, repeats: int, target: float
         if row.get("note"):
             print(f"  note, {row['variant']}: {row['note']}", file=out)
     out.flush()
-    return rows
+
+
+def run(systems, cases, threads: int, repeats: int, target: float, out=None) -> dict:
+    """Check, time and print `systems` (names of SYSTEMS) on `cases` (names of CASES).
+
+    Returns {"meta": ..., "rows": [one dict per case and system: case, variant, status,
+    reason, and when timed median, min, max (seconds a step), ratio (to NumPy's median),
+    threads, retries, first_s]}.
+    """
+    out = out or sys.stdout
+    print(f"flowjit training-step benchmark (W5); {os.cpu_count()} CPUs, {threads} "
+          f"thread(s) for every system; {repeats} interleaved repetitions of "
+          f"~{target:g} s batches", file=out)
+    print(f"OpenBLAS kernels: {blas_cores()}", file=out)
+    rows = []
+    with progress(cases, desc="training step", unit="case") as bar:
+        for name in bar:
+            case_rows = run_case(name, systems, threads, repeats, target)
+            with bar.printing(out):
+                print_case(name, case_rows, out)
+            rows += case_rows
+    busy = statistics.median([r.get("retries", 0) for r in rows])
+    print("  ratio = median time / NumPy's (below 1 = faster); thr = cores used; 1st step "
+          "includes compiling" + ("; many batches retried: rerun on a quiet machine"
+                                  if busy else ""), file=out)
+    meta = dict(cpus=os.cpu_count(), threads=threads, repeats=repeats, target_seconds=target)
+    return {"meta": meta, "rows": rows}
 
 
 def main(argv=None) -> int:
@@ -367,13 +317,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_timing_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="only the small case")
+    parser.add_argument("--cases", default=None, help="comma-separated among "
+                        + ", ".join(CASES) + " (all; small with --quick)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help="comma-separated among " + ", ".join(SYSTEMS) + " (all)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = [s for s in systems if s not in SYSTEMS]
+    cases = [c.strip() for c in (args.cases or ("small" if args.quick else ",".join(CASES)))
+             .split(",") if c.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS] + [c for c in cases if c not in CASES]
     if unknown:
-        parser.error(f"unknown systems: {', '.join(unknown)}")
+        parser.error(f"unknown systems or cases: {', '.join(unknown)}")
     if "numpy" not in systems:
         systems.insert(0, "numpy")
     from .compiler_workloads import child_env
@@ -383,19 +338,12 @@ def main(argv=None) -> int:
     if status is not None:
         return status
     pin_threads(args.threads)
-    repeats = args.repeats or (3 if args.quick else 7)
-    out = sys.stdout
-    print(f"flowjit training-step benchmark (W5); {os.cpu_count()} CPUs, {args.threads} "
-          f"thread(s) for every system; {repeats} interleaved repetitions of "
-          f"~{args.target_seconds:g} s batches", file=out)
-    print(f"OpenBLAS kernels: {blas_cores()}", file=out)
-    rows = []
-    for name in ["small"] if args.quick else list(CASES):
-        rows += run_case(name, systems, args.threads, repeats, args.target_seconds, out)
-    busy = statistics.median([r.get("retries", 0) for r in rows])
-    print("  ratio = median time / NumPy's (below 1 = faster); thr = cores used; 1st step "
-          "includes compiling" + ("; many batches retried: rerun on a quiet machine"
-                                  if busy else ""), file=out)
+    result = run(systems, cases, args.threads, args.repeats or (3 if args.quick else 7),
+                 args.target_seconds)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"\nwrote {args.json}")
     return 0
 
 
