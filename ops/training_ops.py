@@ -4,8 +4,10 @@ Ops: ApplyGradientDescent(var, alpha, delta), ApplyMomentum(var, accum, lr, grad
 and ApplyAdam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad).  The
 variable inputs (var, and the slots accum / m, v) are references (`ref_inputs`, as for
 Assign in variables.py): the op updates them in place, under the session's state lock, and
-outputs var's new value.  The other inputs are values of var's dtype; the hyperparameters
-are scalars.  Attrs: `use_locking` (accepted and ignored: an update always holds the lock)
+outputs var's new value, then each slot's new value (flowjit's addition: TensorFlow's ops
+output var only, so a TensorFlow graph never reads the others; a compiled cluster installs
+them as the slots' values, runtime/cluster_updates.py).  The other inputs are values of
+var's dtype; the hyperparameters are scalars.  Attrs: `use_locking` (accepted and ignored: an update always holds the lock)
 and, for Momentum and Adam, `use_nesterov`.  The updates are TensorFlow's kernels', in their
 order of operations:
 - GradientDescent: var -= alpha * delta;
@@ -14,11 +16,10 @@ order of operations:
 - Adam: lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - m) * (1 - beta1);
   v += (grad * grad - v) * (1 - beta2); var -= m * lr_t / (sqrt(v) + epsilon) (Nesterov:
   var -= (grad * (1 - beta1) + beta1 * m) * lr_t / (sqrt(v) + epsilon)).
-They are STATEFUL and have no gradient.  ApplyGradientDescent compiles into a cluster like
-AssignSub (its lowering gives var's new value, which the cluster installs:
-runtime/cluster_updates.py); Momentum and Adam update several variables, which a cluster
-cannot install, so they run with their reference kernels.  flowjit's optimizers (optimizers.py) build their
-updates from Assign/AssignSub instead; these ops are for imported graphs, built by the
+They are STATEFUL and have no gradient.  Each lowers to elementwise code computing every
+output from the same update functions the reference kernels run (on IR scalars), so an
+imported training step compiles with its updates.  flowjit's optimizers (optimizers.py)
+build their updates from Assign/AssignSub instead; these ops are for imported graphs, built by the
 functions here (TensorFlow's raw op names, not part of the `tf.*` namespace).
 """
 
@@ -56,15 +57,25 @@ def momentum_update(var, accum, lr, grad, momentum, use_nesterov=False):
 def adam_update(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
                 use_nesterov=False):
     """TensorFlow's ApplyAdam: (new var, new m, new v)."""
-    one = var.dtype.type(1)
-    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    one = _one(var)
+    lr_t = lr * _sqrt(one - beta2_power) / (one - beta1_power)
     m = m + (grad - m) * (one - beta1)
     v = v + (grad * grad - v) * (one - beta2)
     if use_nesterov:
-        step = (grad * (one - beta1) + beta1 * m) * lr_t / (np.sqrt(v) + epsilon)
+        step = (grad * (one - beta1) + beta1 * m) * lr_t / (_sqrt(v) + epsilon)
     else:
-        step = m * lr_t / (np.sqrt(v) + epsilon)
+        step = m * lr_t / (_sqrt(v) + epsilon)
     return var - step, m, v
+
+
+def _one(x):
+    """1 in x's dtype (a NumPy array's, or an IR scalar's when lowering)."""
+    return x.dtype.type(1) if isinstance(x, np.ndarray) else _IrScalar(ir.const(1, x.dtype),
+                                                                       x.dtype)
+
+
+def _sqrt(x):
+    return x.sqrt() if hasattr(x, "sqrt") and not isinstance(x, np.ndarray) else np.sqrt(x)
 
 
 # --- inference and kernels ----------------------------------------------------------------------
@@ -109,7 +120,7 @@ def _infer(op):
         if not _is_variable(t):
             raise TypeError(f"Input '{param}' of '{op.type}' Op requires a variable (l-value) "
                             f"input, but {t.name} is produced by a {t.op.type} op.")
-    return [(var.dtype, shape)]
+    return [(var.dtype, shape)] * refs
 
 
 def _kernel(update, *flags):
@@ -139,7 +150,7 @@ def _kernel(update, *flags):
                 new = [np.asarray(x, dtype=var.dtype) for x in update(*values, **options)]
             for r, value in reversed(list(zip(inputs[1:refs], new[1:]))):
                 r.assign(value)
-            return [inputs[0].assign(new[0])]
+            return [inputs[0].assign(new[0])] + new[1:]
 
     return kernel
 
@@ -171,10 +182,91 @@ def _lower_gradient_descent(ctx, op, inputs):
 APPLY_GRADIENT_DESCENT = _op_def("ApplyGradientDescent", gradient_descent_update,
                                  doc="var -= alpha * delta, in place; outputs the new var.",
                                  lower=_lower_gradient_descent)
+def _check_same_shapes(ctx, op, inputs, names, scalars):
+    var = inputs[0]
+    for node, param in zip(inputs[1:], names[1:]):
+        if param in scalars:
+            if len(node.shape) != 0:
+                raise NotLowerable(f"{op.type}: '{param}' is not a scalar (the reference "
+                                   "kernel reports it)")
+            continue
+        if len(node.shape) != len(var.shape):
+            raise NotLowerable(f"{op.type}: '{param}' has another rank than var")
+        for i, (a, b) in enumerate(zip(var.shape, node.shape)):
+            ctx.check_equal(a, b, f"{op.type} '{op.name}' requires '{param}' to have var's "
+                                  f"shape (dimension {i} differs)")
+
+
+def _lowering_of(update, *flags):
+    """Each output (var's and the slots' new values) as an elementwise function of the
+    inputs, from the same NumPy-style `update` the reference kernel runs, applied to IR
+    scalars (runtime/cluster_updates.py installs them as the variables' values)."""
+
+    def lower(ctx, op, inputs):
+        names, refs, scalars = _SIGNATURES[op.type]
+        _check_same_shapes(ctx, op, inputs, names, scalars)
+        dtype = op.outputs[0].dtype
+        options = {flag: bool(op.get_attr(flag)) if flag in op.attrs else False
+                   for flag in flags}
+        return [elementwise_lowering(
+            lambda dt, *xs, k=k: update(*[_IrScalar(x, dtype) for x in xs], **options)[k].node
+        )(ctx, op, inputs)[0] for k in range(refs)]
+
+    return lower
+
+
+class _IrScalar:
+    """An IR scalar with the arithmetic `momentum_update`/`adam_update` use, so the lowering
+    computes exactly the reference kernel's expression, in its order of operations."""
+
+    __slots__ = ("node", "dtype")
+
+    def __init__(self, node, dtype):
+        self.node, self.dtype = node, dtype
+
+    def _wrap(self, other):
+        if isinstance(other, _IrScalar):
+            return other.node
+        return ir.const(other, self.dtype)
+
+    def _op(self, kind, *args):
+        return _IrScalar(ir.make(kind, self.dtype, args), self.dtype)
+
+    def __add__(self, o):
+        return self._op(S.ADD, self.node, self._wrap(o))
+
+    def __radd__(self, o):
+        return self._op(S.ADD, self._wrap(o), self.node)
+
+    def __sub__(self, o):
+        return self._op(S.SUB, self.node, self._wrap(o))
+
+    def __rsub__(self, o):
+        return self._op(S.SUB, self._wrap(o), self.node)
+
+    def __mul__(self, o):
+        return self._op(S.MUL, self.node, self._wrap(o))
+
+    def __rmul__(self, o):
+        return self._op(S.MUL, self._wrap(o), self.node)
+
+    def __truediv__(self, o):
+        return self._op(S.DIV, self.node, self._wrap(o))
+
+    def __rtruediv__(self, o):
+        return self._op(S.DIV, self._wrap(o), self.node)
+
+    def sqrt(self):
+        return self._op(S.SQRT, self.node)
+
+
 APPLY_MOMENTUM = _op_def("ApplyMomentum", momentum_update, "use_nesterov",
-                         doc="The momentum update of var and accum, in place.")
+                         doc="The momentum update of var and accum, in place; outputs the "
+                             "new var and accum.",
+                         lower=_lowering_of(momentum_update, "use_nesterov"))
 APPLY_ADAM = _op_def("ApplyAdam", adam_update, "use_nesterov",
-                     doc="The Adam update of var, m and v, in place.")
+                     doc="The Adam update of var, m and v, in place; outputs their new values.",
+                     lower=_lowering_of(adam_update, "use_nesterov"))
 
 OP_DEFS = (APPLY_GRADIENT_DESCENT, APPLY_MOMENTUM, APPLY_ADAM)
 

@@ -1,7 +1,8 @@
 """Variable updates inside compiled clusters: a training step as one compiled function.
 
 A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd,
-AssignSub and ApplyGradientDescent (TensorFlow's SGD update, in imported graphs), so forward pass, backward pass and every optimizer update run as ONE compiled
+AssignSub and TensorFlow's optimizer updates of imported graphs (ApplyGradientDescent,
+ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value of which variable), so forward pass, backward pass and every optimizer update run as ONE compiled
 kernel, as XLA compiles resource-variable updates into its clusters.  Inside the kernel an
 update is plain arithmetic: Assign yields its value, AssignAdd/AssignSub yield
 `old + delta` / `old - delta` (the lowerings live with the ops in ops/variables.py).  The
@@ -28,11 +29,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.training_ops import APPLY_GRADIENT_DESCENT
+from ..ops.training_ops import APPLY_ADAM, APPLY_GRADIENT_DESCENT, APPLY_MOMENTUM
 from ..ops.variables import ASSIGN, ASSIGN_ADD, ASSIGN_SUB
 
-# updates of one variable (input 0) whose lowering gives its new value as output 0
-UPDATE_OPS = frozenset({ASSIGN, ASSIGN_ADD, ASSIGN_SUB, APPLY_GRADIENT_DESCENT})
+# the variable updates that may join a cluster: per op, (ref input, output) pairs, the
+# output being the new value of the variable behind the ref input
+WRITES = {ASSIGN: ((0, 0),), ASSIGN_ADD: ((0, 0),), ASSIGN_SUB: ((0, 0),),
+          APPLY_GRADIENT_DESCENT: ((0, 0),), APPLY_MOMENTUM: ((0, 0), (1, 1)),
+          APPLY_ADAM: ((0, 0), (1, 1), (2, 2))}
+UPDATE_OPS = frozenset(WRITES)
 
 
 def is_update(op) -> bool:
@@ -40,16 +45,22 @@ def is_update(op) -> bool:
     return op.op_def in UPDATE_OPS
 
 
+def written(op) -> list:
+    """[(variable reference tensor, output with its new value)] of an update op."""
+    return [(op.inputs[i], op.outputs[j]) for i, j in WRITES[op.op_def]]
+
+
 def updates_are_safe(group) -> bool:
     """Whether the ops of one cluster follow the rules above."""
     updates = [op for op in group if is_update(op)]
     if not updates:
         return True
-    targets = [op.inputs[0] for op in updates]
-    if len(set(targets)) != len(targets):
+    targets = [(update, ref) for update in updates for ref, _ in written(update)]
+    refs = [ref for _, ref in targets]
+    if len(set(refs)) != len(refs):
         return False  # two updates of one variable in one kernel
     members = set(group)
-    for update, ref in zip(updates, targets):
+    for update, ref in targets:
         for op in _descendants(update, members):
             if any(t is ref for t in op.inputs):
                 return False
@@ -93,8 +104,9 @@ class VariableWrites:
     def __init__(self, ops, outputs):
         updates = [op for op in ops if is_update(op)]
         index = {t: i for i, t in enumerate(outputs)}
-        self.keys = tuple(op.inputs[0].op.name for op in updates)  # session-state keys
-        self.positions = tuple(index[op.outputs[0]] for op in updates)
+        pairs = [pair for op in updates for pair in written(op)]
+        self.keys = tuple(ref.op.name for ref, _ in pairs)  # session-state keys
+        self.positions = tuple(index[value] for _, value in pairs)
 
     def __bool__(self):
         return bool(self.keys)

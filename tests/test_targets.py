@@ -86,10 +86,33 @@ def _variable_case(kind: str) -> OpCase:
     return OpCase(build, {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}, None)
 
 
+def _optimizer_case(kind: str) -> OpCase:
+    """TensorFlow's fused update of several variables (var and its slots) by a computed
+    gradient: the update compiles with the computation, and every variable is installed."""
+    def build():
+        shape = (2, 3)
+        var = tf.Variable(np.linspace(-1, 1, 6, dtype=np.float32).reshape(shape), name="var")
+        m = tf.Variable(np.full(shape, 0.1, np.float32), name="m")
+        v = tf.Variable(np.full(shape, 0.2, np.float32), name="v")
+        x = tf.placeholder(tf.float32, shape, name="x")
+        grad = x * var + 1.0
+        if kind == "ApplyMomentum":
+            out = training_ops.apply_momentum(var, m, np.float32(0.1), grad, np.float32(0.9),
+                                              use_nesterov=True)
+        else:
+            out = training_ops.apply_adam(var, m, v, np.float32(0.5), np.float32(0.25),
+                                          np.float32(0.01), np.float32(0.9),
+                                          np.float32(0.999), np.float32(1e-7), grad)
+        return [out]
+
+    return OpCase(build, {"x": np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)}, None)
+
+
 # variable updates and the ops only their graphs hold in a cluster (a lone Const or NoOp is
 # no cluster: runtime/clustering.py)
 EXTRA_CASES = {k: [_variable_case(k)] for k in ("Assign", "AssignAdd", "AssignSub", "Const",
                                                "NoOp", "ApplyGradientDescent")}
+EXTRA_CASES.update({k: [_optimizer_case(k)] for k in ("ApplyMomentum", "ApplyAdam")})
 # scatters compile for row indices of shape [k, 1]; the samples draw few of them
 EXTRA_CASES["TensorScatterUpdate"] = [OpCase(
     lambda: [tf.tensor_scatter_nd_update(

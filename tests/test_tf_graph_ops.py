@@ -393,3 +393,17 @@ def test_training_with_apply_ops_matches_flowjits_optimizer():
             losses.append([sess.run([loss, train])[0] for _ in range(5)])
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-12)
     assert losses[0][-1] < losses[0][0]
+
+
+@pytest.mark.parametrize("kind", ["ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"])
+def test_optimizer_updates_compile_on_the_cpu_like_their_reference_kernels(kind):
+    """The update joins a compiled CPU cluster, every variable it updates (var and slots)
+    is installed, and two steps give exactly the reference kernels' values."""
+    import test_targets
+    case = test_targets.EXTRA_CASES[kind][0]
+    graph, fetches, feeds, init = test_targets._build(case)
+    expected, _ = test_targets._run(graph, fetches, feeds, init, test_targets.OFF)
+    got, compiled = test_targets._run(graph, fetches, feeds, init,
+                                      tf.ConfigProto(jit="always"))
+    assert any(op.type == kind for op in compiled)
+    np.testing.assert_array_equal(got[0], expected[0])

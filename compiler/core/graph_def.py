@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from ...protos import GraphDef, NodeDef, VersionDef
 from .attr_values import from_attr_value, to_attr_value
 from .graph import Graph, Operation, Tensor
-from .tf_signatures import attr_type, type_attrs
+from .tf_signatures import attr_type, tf_output_count, type_attrs
 
 __all__ = ["GraphDef", "NodeDef", "VersionDef", "DecodeError", "GRAPH_DEF_VERSION",
            "graph_to_graph_def", "node_def_for", "node_attrs", "parse_text", "parse_graph_def"]
@@ -53,7 +53,8 @@ def node_def_for(op: Operation, add_shapes: bool = False) -> NodeDef:
     attrs.update(type_attrs(op.type, attrs, [t.dtype for t in op.inputs],
                             [t.dtype for t in op.outputs]))
     if add_shapes and op.outputs:
-        attrs[_SHAPES_ATTR] = [t.shape for t in op.outputs]
+        # as many as TensorFlow's op has (ApplyAdam's extra outputs are flowjit's own)
+        attrs[_SHAPES_ATTR] = [t.shape for t in op.outputs][:tf_output_count(op.type)]
     for key in sorted(attrs):
         node.attr[key].CopyFrom(_attr_value(op.type, op.name, key, attrs[key]))
     return node

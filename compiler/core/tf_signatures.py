@@ -34,6 +34,15 @@ def knows(op_type: str) -> bool:
     return op_type in SIGNATURES
 
 
+def tf_output_count(op_type: str) -> int | None:
+    """How many outputs TensorFlow's `op_type` has when each output argument is one tensor
+    (None: unknown to TensorFlow, or a variable number)."""
+    sig = SIGNATURES.get(op_type)
+    if sig is None or any(arg[1] != "one" for arg in sig["outputs"]):
+        return None
+    return len(sig["outputs"])
+
+
 def unknown_attrs(op_type: str, attrs) -> list:
     """The attr names of a node of a TensorFlow op type that neither TensorFlow nor flowjit
     defines for it (names starting with "_" are graph-level annotations, always allowed)."""
