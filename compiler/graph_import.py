@@ -15,8 +15,8 @@ from ..ops import registry
 from ..ops.conversion import convert_to_tensor
 from .core.graph import _VALID_NAME, Graph, Operation, Tensor, get_default_graph
 from .core import tf_signatures
-from .core.graph_def import (_SHAPES_ATTR, EXPANDED_OP_ATTR, GRAPH_DEF_VERSION, GraphDef,
-                             NodeDef, node_attrs)
+from .core.graph_def import _SHAPES_ATTR, GRAPH_DEF_VERSION, GraphDef, NodeDef, node_attrs
+from .graph_import_folds import fold_sums_to_shapes
 
 
 # --- GraphDef -> graph ------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
                          f">= {graph_def.versions.min_consumer}; this flowjit reads "
                          f"{GRAPH_DEF_VERSION}.")
     graph = get_default_graph()
-    nodes = _fold_expanded(list(graph_def.node))
+    nodes = fold_sums_to_shapes(list(graph_def.node))
     by_name = {}
     for n in nodes:
         if not isinstance(n.name, str) or not _VALID_NAME.match(n.name):
@@ -179,38 +179,6 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
         else:
             results.append(op.outputs[index])
     return results if return_elements is not None else None
-
-
-def _fold_expanded(nodes: list) -> list:
-    """Fold the four nodes a flowjit SumToShape is written as (compiler/core/graph_def.py)
-    back into one SumToShape node; nodes that do not match the pattern exactly stay."""
-    by_name = {n.name: n for n in nodes}
-    dropped, replaced = set(), {}
-    for n in nodes:
-        marker = n.attr.get(EXPANDED_OP_ATTR) if EXPANDED_OP_ATTR in n.attr else None
-        if marker is None or marker.s != b"SumToShape" or n.op != "Reshape":
-            continue
-        total = by_name.get(n.input[0]) if len(n.input) == 2 else None
-        axes = by_name.get(n.name + "/BroadcastGradientArgs")
-        shape = by_name.get(n.name + "/Shape")
-        if not (total is not None and total.name == n.name + "/Sum" and axes is not None
-                and shape is not None and list(total.input) == [shape.input[0],
-                                                                 axes.name + ":1"]
-                and list(axes.input) == [shape.name, n.input[1]]):
-            continue
-        folded = NodeDef(name=n.name, op="SumToShape", device=n.device,
-                         input=[shape.input[0], n.input[1]] + list(shape.input[1:]))
-        if _SHAPES_ATTR in n.attr:
-            folded.attr[_SHAPES_ATTR].CopyFrom(n.attr[_SHAPES_ATTR])
-        replaced[n.name] = folded
-        dropped.update((total.name, axes.name, shape.name))
-    if not replaced:
-        return nodes
-    used = {spec.lstrip("^").split(":")[0] for n in nodes
-            if n.name not in dropped and n.name not in replaced for spec in n.input}
-    if used & dropped:   # something else reads a helper node: keep the four ops
-        return nodes
-    return [replaced.get(n.name, n) for n in nodes if n.name not in dropped]
 
 
 def _op_definitions(nodes) -> dict:

@@ -66,11 +66,15 @@ def graph_to_graph_def(graph: Graph, add_shapes: bool = False) -> GraphDef:
     flowjit's SumToShape (the adjoint of broadcasting in its gradients) is written as the
     four ops TensorFlow's gradients use for it, so TensorFlow can run flowjit's training
     graphs; the last carries the attr `_flowjit_op: "SumToShape"` and importing into
-    flowjit folds the four back into one op (compiler/graph_import.py).
+    flowjit folds the four back into one op (compiler/graph_import_folds.py).  (Should the
+    graph already hold an op of a helper's name, the SumToShape is written as it is.)
     """
     graph_def = GraphDef(versions=VersionDef(producer=GRAPH_DEF_VERSION))
+    names = {op.name for op in graph.get_operations()}
     for op in graph.get_operations():
-        if op.type == "SumToShape":
+        if op.type == "SumToShape" and not names & {op.name + suffix for suffix in
+                                                    ("/Shape", "/BroadcastGradientArgs",
+                                                     "/Sum")}:
             graph_def.node.extend(_sum_to_shape_nodes(op, add_shapes))
         else:
             graph_def.node.append(node_def_for(op, add_shapes))
