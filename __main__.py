@@ -3,12 +3,14 @@
 Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
 `ops` (the registered op types and their traits, generated from the registry), `run`
 (load a saved GraphDef and run ops on it: `runtime/run_cli.py`) and
-`bench [session|compiler|numpy|training|all|report]` (the session-overhead benchmark, the
-compiler benchmark against NumPy and its peers, the NumPy corpus, the training step W5, each
-run in a child process so thread-count environment variables take effect before NumPy and
-the peers are imported; `report` runs them all and writes DIR/report.md with a table per
-benchmark, the machine and the missing peers, plus a PNG plot of speedups over NumPy per
-benchmark: `benchmarks/report.py`, options `--out DIR`, `--only NAME[:ITEM,...]`, `--quick`).
+`bench [session|compiler|numpy|training|all|report|tfgraphs]` (the session-overhead
+benchmark, the compiler benchmark against NumPy and its peers, the NumPy corpus, the training
+step W5, each run in a child process so thread-count environment variables take effect
+before NumPy and the peers are imported; `report` runs them all and writes DIR/report.md
+with a table per benchmark, the machine and the missing peers, plus a PNG plot of speedups
+over NumPy per benchmark: `benchmarks/report.py`, options `--out DIR`, `--only
+NAME[:ITEM,...]`, `--quick`; `tfgraphs` times TensorFlow-written GraphDefs:
+`benchmarks/tf_graph_import.py`).
 Long loops show a progress bar on stderr when it is a terminal (`progress.py`;
 FLOWJIT_PROGRESS=0 turns bars off).
 Each subcommand is an argparse sub-parser whose handler is attached with
@@ -103,6 +105,10 @@ def _cmd_bench(args) -> int:
         status = training_step.main([*timing, "--threads", str(threads),
                                      "--systems", _training_systems(args.peers)]
                                     + (["--quick"] if args.quick else []))
+    if args.which == "tfgraphs" and status == 0:   # needs the source tree's fixtures
+        cmd = [sys.executable, "-m", "flowjit.benchmarks.tf_graph_import", *timing[:2]]
+        cmd += ["--repeats", str(args.repeats)] if args.repeats else []
+        status = subprocess.call(cmd, env=thread_env(args.threads or os.cpu_count() or 1))
     return status
 
 
@@ -169,9 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "names), written to --out DIR as report.md (tables of medians and "
                     "ratios to NumPy, the machine, missing peers), one PNG plot of "
                     "speedups over NumPy per benchmark, results.json and the logs "
-                    "(its --peers may also name pythran, of the NumPy corpus).")
+                    "(its --peers may also name pythran, of the NumPy corpus); "
+                    "tfgraphs: import and training-step times of TensorFlow-written "
+                    "GraphDefs (the source tree's recorded ones) vs flowjit's own graph and "
+                    "TensorFlow.")
     bench.add_argument("which", nargs="?", default="session",
-                       choices=("session", "compiler", "numpy", "training", "all", "report"),
+                       choices=("session", "compiler", "numpy", "training", "all", "report",
+                                "tfgraphs"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "

@@ -77,3 +77,18 @@ def test_control_flow_benchmark_runs_and_checks_its_results(monkeypatch):
     assert set(times) == {f"{how}, {policy}" for how in ("serial", "queue runner")
                           for policy in ("reference kernels", "compiled")}
     assert "while_loop" in out.getvalue() and "queue overlap" in out.getvalue()
+
+
+def test_tf_graph_import_benchmark_times_every_recorded_graph(tmp_path, capsys):
+    from flowjit.benchmarks import tf_graph_import
+    path = tmp_path / "rows.json"
+    assert tf_graph_import.main(["--repeats", "1", "--target-seconds", "0.002",
+                                 "--json", str(path)]) == 0
+    import json
+    rows = json.loads(path.read_text())
+    assert sorted(r["graph"] for r in rows) == ["mlp_adam", "relu_mlp_momentum",
+                                                "softmax_regression_sgd", "while_loop_sum"]
+    for row in rows:
+        assert row["import_s"] > 0 and row["step_s"]["flowjit (imported)"] > 0
+    assert "flowjit (native)" in next(r for r in rows if r["graph"] == "mlp_adam")["step_s"]
+    assert "mlp_adam" in capsys.readouterr().out
