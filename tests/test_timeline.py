@@ -81,3 +81,22 @@ def test_compiled_clusters_appear_as_one_event_each():
     assert any(e["name"] == "Cluster" for e in complete)
     assert json.loads(timeline.Timeline([]).generate_chrome_trace_format()) == \
         {"traceEvents": [], "displayTimeUnit": "ns"}
+
+
+def test_plot_step_stats_draws_a_lane_per_thread_and_writes_a_png(tmp_path):
+    from flowjit.client.timeline_plot import plot_step_stats
+    from flowjit.runtime.config import NodeStats
+    stats = [NodeStats("cluster_0", "Cluster", 0.0, 2e-4, 11, "/device:CPU:0"),
+             NodeStats("compile cluster_0 (cpu, optimized)", "Compile", 1e-5, 1.5e-4, 12,
+                       "/device:CPU:0", category="Compile"),
+             NodeStats("h_recv", "_Recv", 0.0, 3e-4, 11, "/device:CPU:1"),
+             NodeStats("relu", "Relu", 2e-4, 2.5e-4, 13, "/device:CPU:1")]
+    path = tmp_path / "step.png"
+    fig = plot_step_stats(stats, path, title="four events")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "device:CPU:0 thread 0", "device:CPU:1 transfers", "device:CPU:0 thread 2",
+        "device:CPU:1 thread 3"]
+    assert len(ax.collections) == 4 and ax.get_title() == "four events"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["step.png"]   # no temporary file left
