@@ -223,3 +223,14 @@ def test_sum_to_shape_is_written_as_tensorflow_ops_and_read_back_as_one():
     with tf.Session(graph=g3) as c:
         c.run("b/Assign")
         np.testing.assert_array_equal(c.run(grad.name, feed), expected)
+
+
+def test_the_signature_table_knows_every_registered_op_tensorflow_has():
+    """compiler/core/tf_signatures_data.py is regenerated (record_tf_signatures.py) when an
+    op is added: every registered op type is in it, or is one of flowjit's own."""
+    from flowjit.compiler.core.tf_signatures_data import SIGNATURES
+    from flowjit.ops import registry
+    flowjit_only = {"ArgSort", "EnsureNonEmpty", "InputProducerEpoch", "Sort", "SumToShape"}
+    registered = {d.name for d in registry.all_op_defs()}
+    assert registered - set(SIGNATURES) == flowjit_only
+    assert not set(SIGNATURES) - registered
