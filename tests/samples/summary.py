@@ -19,8 +19,11 @@ try:
 except ImportError:   # the oracle is missing: structure only
     summary_pb2 = None
 
-_TAGS = st.builds(lambda a, b: a + b, st.sampled_from("abxyz"),
-                  st.text(alphabet="abcxyz_/.-", max_size=7))
+# scope names: "/"-separated parts, each starting with a letter (a name ending in "/" would
+# re-enter a scope, and the tag would lose the slash, as in TensorFlow)
+_PART = st.builds(lambda a, b: a + b, st.sampled_from("abxyz"),
+                  st.text(alphabet="abcxyz_.-", max_size=4))
+_TAGS = st.lists(_PART, min_size=1, max_size=3).map("/".join)
 _VALUES = st.floats(-1e6, 1e6, width=32)
 
 
