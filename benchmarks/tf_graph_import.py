@@ -77,22 +77,17 @@ def _tensorflow_step(path, init, init_feeds, feeds, fetches):
     return lambda: sess.run(fetches, feeds)
 
 
+EXAMPLE = os.path.join(HERE, "..", "examples", "mlp_train.py")
+
+
 def _native_mlp():
-    """examples/mlp_train.py's graph, built with flowjit's API."""
+    """examples/mlp_train.py's graph (its code before the session), built by flowjit."""
     import flowjit as tf
+    with open(EXAMPLE) as f:
+        source = f.read().split("with tf.Session")[0]
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.placeholder(tf.float32, [None, 32], name="x")
-        y = tf.placeholder(tf.float32, [None, 8], name="y")
-        w1 = tf.Variable(tf.truncated_normal([32, 16], stddev=0.1))
-        b1 = tf.Variable(tf.constant(0.0, shape=[16]))
-        w2 = tf.Variable(tf.truncated_normal([16, 8], stddev=0.1))
-        b2 = tf.Variable(tf.constant(0.0, shape=[8]))
-        a = tf.nn.tanh(tf.nn.bias_add(tf.matmul(x, w1), b1))
-        y_out = tf.nn.tanh(tf.nn.bias_add(tf.matmul(a, w2), b2), name="y_out")
-        cost = tf.reduce_sum(tf.square(y - y_out), name="cost")
-        tf.train.AdamOptimizer().minimize(cost, name="train")
-        tf.initialize_variables(tf.all_variables(), name="init_all_vars_op")
+        exec(compile(source, EXAMPLE, "exec"), {"__name__": "mlp_train"})
     return graph
 
 
