@@ -27,7 +27,8 @@ from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
 
-__all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
+__all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer",
+           "GradientDescentOptimizer", "MomentumOptimizer",
            "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "Saver", "CheckpointState",
            "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists", "list_variables",
            "load_variable", "get_global_step",

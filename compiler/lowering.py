@@ -93,7 +93,8 @@ class LowerContext:
 
     def _input_ints(self, tensor, node: Node) -> list:
         """The elements of a rank-0/1 integer node (a cluster input, or computed) as Exprs;
-        its length must be static (in the graph: shape inference's contract with every run, feeds included)."""
+        its length must be static (in the graph: shape inference's contract with every run,
+        feeds included)."""
         dims = tensor.shape.as_list() if tensor.shape.ndims is not None else None
         if not tensor.dtype.is_integer or dims is None or len(dims) > 1 or None in dims:
             raise NotLowerable(f"the integer vector {tensor.name} has no static length")

@@ -4,7 +4,7 @@ TensorFlow 1.x's op types and inputs: `ScalarSummary(tags, values)` (one `simple
 per element), `HistogramSummary(tag, values)` (a `HistogramProto` of the finite values;
 NaN or inf is an InvalidArgumentError naming the tag, as in TensorFlow),
 `ImageSummary(tag, tensor)` (up to `max_images` PNG images of a [batch, height, width,
-channels] tensor: uint8 as is, floats scaled to 0..255 the way TensorFlow does), 
+channels] tensor: uint8 as is, floats scaled to 0..255 the way TensorFlow does),
 `TensorSummaryV2(tag, tensor, serialized_summary_metadata)` (the whole tensor, used for text
 summaries) and `MergeSummary(inputs)` (the values of several serialized summaries in one).
 All run on the host; none is differentiable or compiled.  The public functions

@@ -1,15 +1,15 @@
 """TensorFlow's fused optimizer-update ops, as GraphDefs written by TensorFlow 1.x contain them.
 
 Ops: ApplyGradientDescent(var, alpha, delta), ApplyMomentum(var, accum, lr, grad, momentum)
-and ApplyAdam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad).  The
+and ApplyAdam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad). The
 variable inputs (var, and the slots accum / m, v) are references (`ref_inputs`, as for
 Assign in variables.py): the op updates them in place, under the session's state lock, and
 outputs var's new value, then each slot's new value (flowjit's addition: TensorFlow's ops
 output var only, so a TensorFlow graph never reads the others; a compiled cluster installs
-them as the slots' values, runtime/cluster_updates.py).  The other inputs are values of
-var's dtype; the hyperparameters are scalars.  Attrs: `use_locking` (accepted and ignored: an update always holds the lock)
-and, for Momentum and Adam, `use_nesterov`.  The updates are TensorFlow's kernels', in their
-order of operations:
+them as the slots' values, runtime/cluster_updates.py). The other inputs are values of var's
+dtype; the hyperparameters are scalars. Attrs: `use_locking` (accepted and ignored: an
+update always holds the lock) and, for Momentum and Adam, `use_nesterov`. The updates are
+TensorFlow's kernels', in their order of operations:
 - GradientDescent: var -= alpha * delta;
 - Momentum: accum = accum * momentum + grad; var -= accum * lr (Nesterov: var -= grad * lr
   + accum * momentum * lr);

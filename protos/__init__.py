@@ -2,10 +2,11 @@
 
 `GraphDef`, `NodeDef`, `AttrValue`, `TensorProto`, `TensorShapeProto`, `VersionDef`,
 `Event`, `Summary`, `HistogramProto`, `SessionLog`, `RunMetadata`, `StepStats`,
-`MetaGraphDef`, `CollectionDef`, `VariableDef`, `SaverDef` and their parts are real protobuf message classes (the `protobuf` package) with TensorFlow's field
-names and numbers, declared in `protos/schema.py` and built into a descriptor pool of
-flowjit's own (`protos/declare.py`).  `google.protobuf.text_format` reads and writes them;
-their bytes are what TensorFlow and TensorBoard read and write.
+`MetaGraphDef`, `CollectionDef`, `VariableDef`, `SaverDef` and their parts are real protobuf
+message classes (the `protobuf` package) with TensorFlow's field names and numbers, declared
+in `protos/schema.py` and built into a descriptor pool of flowjit's own
+(`protos/declare.py`). `google.protobuf.text_format` reads and writes them; their bytes are
+what TensorFlow and TensorBoard read and write.
 """
 
 from __future__ import annotations

@@ -2,14 +2,15 @@
 
 A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd,
 AssignSub and TensorFlow's optimizer updates of imported graphs (ApplyGradientDescent,
-ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value of which variable), so forward pass, backward pass and every optimizer update run as ONE compiled
-kernel, as XLA compiles resource-variable updates into its clusters.  Inside the kernel an
-update is plain arithmetic: Assign yields its value, AssignAdd/AssignSub yield
-`old + delta` / `old - delta` (the lowerings live with the ops in ops/variables.py).  The
-cluster step reads every variable once, at its start, and after the kernel returns it
-installs each updated value as the variable's new array (runtime/state.py's invariant: a
-stored value is never mutated, it is replaced).  The kernel writes each new value once into
-a fresh buffer that becomes the variable's storage: no copy of the parameters per step.
+ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value of which variable), so
+forward pass, backward pass and every optimizer update run as ONE compiled kernel, as XLA
+compiles resource-variable updates into its clusters. Inside the kernel an update is plain
+arithmetic: Assign yields its value, AssignAdd/AssignSub yield `old + delta` / `old - delta`
+(the lowerings live with the ops in ops/variables.py). The cluster step reads every variable
+once, at its start, and after the kernel returns it installs each updated value as the
+variable's new array (runtime/state.py's invariant: a stored value is never mutated, it is
+replaced). The kernel writes each new value once into a fresh buffer that becomes the
+variable's storage: no copy of the parameters per step.
 
 Rules that keep this equal to running the ops one by one (TensorFlow's ref semantics):
 - a cluster updates a variable at most once;
