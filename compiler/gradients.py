@@ -15,7 +15,10 @@ Invariants and rules:
   ops or `stop_gradients`) gets None.
 - When some float outputs of a multi-output op have a gradient and others do not, the
   others get zeros, so gradient functions see a tensor for every float output.
-- An op on a differentiable path whose OpDef has no gradient is a LookupError naming it.
+- An op on a differentiable path whose OpDef has no gradient is a LookupError naming it;
+  an op declared not differentiable (`registry.not_differentiable` as its gradient, as
+  TensorFlow's `ops.NotDifferentiable`: random numbers, one-hot, ranges) stops the path
+  instead, so what reaches the ys only through it gets None.
 - Every gradient op is created under the name scope `name` ("gradients/..."), one sub-scope
   per differentiated op ("gradients/<op name>_grad/...").
 - A `Variable` in xs stands for its variable tensor: ops read a variable through that tensor

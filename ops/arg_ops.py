@@ -22,7 +22,7 @@ from .lower_reduce import arg_lowering
 from .reduction_ops import _deprecated_alias, _normalize_axis
 from .registry import OpDef, Trait
 
-__all__ = ["argmax", "argmin"]
+__all__ = ["argmax", "argmin", "arg_max", "arg_min"]
 
 
 def _arg_infer(op):
@@ -104,6 +104,16 @@ def argmin(input, axis=None, name=None, dimension=None,
            output_type=_dtypes.int64) -> Tensor:
     """Index of the smallest value along `axis` (0 when None, as in TensorFlow 1.x)."""
     return _arg(ARG_MIN, input, axis, name, dimension, output_type)
+
+
+def arg_max(input, dimension=None, output_type=_dtypes.int64, name=None) -> Tensor:
+    """TensorFlow 1.x's older name of `argmax` (`dimension` second, as it takes it)."""
+    return _arg(ARG_MAX, input, None, name, dimension, output_type)
+
+
+def arg_min(input, dimension=None, output_type=_dtypes.int64, name=None) -> Tensor:
+    """TensorFlow 1.x's older name of `argmin` (`dimension` second, as it takes it)."""
+    return _arg(ARG_MIN, input, None, name, dimension, output_type)
 
 
 OP_DEFS = (ARG_MAX, ARG_MIN)

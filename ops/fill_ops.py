@@ -28,7 +28,7 @@ from .array_common import (plain_shape_value, check_rank, index_tensor, runtime_
 from .builder import INDEX_TYPES, check_dtype, check_same_dtype, make_op, to_tensor
 from .conversion import constant_array, static_shape_from_tensor, static_value
 from .lower_util import require_real
-from .registry import OpDef
+from .registry import OpDef, not_differentiable
 
 _SMALL_CONSTANT = 1000  # elements: zeros/ones below this size become a Const, as in TF
 
@@ -282,7 +282,8 @@ def _lower_runtime_range(ctx, op):
     return [ir.compute(dtype, lx.out_shape(op.outputs[0], [size]), ir.axis_vars(1), value)]
 
 
-RANGE = OpDef("Range", _range_infer, _range_kernel, default_name="range", lower=_lower_range)
+RANGE = OpDef("Range", _range_infer, _range_kernel, default_name="range", lower=_lower_range,
+              gradient=not_differentiable)
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001

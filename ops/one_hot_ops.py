@@ -18,7 +18,7 @@ from . import lower_index as lx
 from .array_common import check_rank, runtime_error, static_int
 from .builder import check_dtype, check_same_dtype, make_op, to_tensor
 from .lower_util import require_real
-from .registry import OpDef
+from .registry import OpDef, not_differentiable
 
 __all__ = ["one_hot"]
 
@@ -77,6 +77,7 @@ def _lower_one_hot(ctx, op, inputs):
 
 
 ONE_HOT = OpDef("OneHot", _one_hot_infer, _one_hot_kernel, default_name="one_hot",
+                gradient=not_differentiable,
                 lower=_lower_one_hot)
 
 

@@ -19,7 +19,7 @@ from .. import dtypes as _dtypes
 from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
-from .registry import OpDef
+from .registry import OpDef, not_differentiable
 
 _PARSERS = {"float32": float, "float64": float, "int32": int, "int64": int,
             "string": lambda s: s.encode()}
@@ -106,7 +106,7 @@ def _raw_kernel(ctx, inputs, attrs):
     return [values.reshape(strings.shape + (n,))]
 
 
-DECODE_RAW = OpDef("DecodeRaw", _raw_infer, _raw_kernel,
+DECODE_RAW = OpDef("DecodeRaw", _raw_infer, _raw_kernel, gradient=not_differentiable,
                    doc="Reinterprets the bytes of strings as vectors of numbers.")
 
 

@@ -36,7 +36,7 @@ from ..errors import InvalidArgumentError
 from . import math_binary
 from .builder import FLOATS, INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_shape_from_tensor, static_value
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 
 __all__ = ["random_normal", "truncated_normal", "random_uniform", "random_shuffle",
            "multinomial", "set_random_seed", "get_seed"]
@@ -171,12 +171,16 @@ def _float_random_kernel(sample):
     return kernel
 
 
+# random numbers are not functions of their inputs (the shape): not differentiable
 RANDOM_STANDARD_NORMAL = OpDef("RandomStandardNormal", _float_random_infer,
-                               _float_random_kernel(_standard_normal), traits=_STATEFUL)
+                               _float_random_kernel(_standard_normal), traits=_STATEFUL,
+                               gradient=not_differentiable)
 TRUNCATED_NORMAL = OpDef("TruncatedNormal", _float_random_infer,
-                         _float_random_kernel(_truncated), traits=_STATEFUL)
+                         _float_random_kernel(_truncated), traits=_STATEFUL,
+                         gradient=not_differentiable)
 RANDOM_UNIFORM = OpDef("RandomUniform", _float_random_infer,
-                       _float_random_kernel(_uniform01), traits=_STATEFUL)
+                       _float_random_kernel(_uniform01), traits=_STATEFUL,
+                       gradient=not_differentiable)
 
 
 def _scaled(op_def, fn, shape, mean, stddev, dtype, seed, name):
@@ -284,7 +288,7 @@ def _shuffle_kernel(ctx, inputs, attrs):
 
 
 RANDOM_SHUFFLE = OpDef("RandomShuffle", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
-                       _shuffle_kernel, traits=_STATEFUL)
+                       _shuffle_kernel, traits=_STATEFUL, gradient=not_differentiable)
 
 
 def random_shuffle(value, seed: int | None = None, name: str | None = None) -> Tensor:
@@ -334,7 +338,8 @@ def _multinomial_kernel(ctx, inputs, attrs):
     return [out]
 
 
-MULTINOMIAL = OpDef("Multinomial", _multinomial_infer, _multinomial_kernel, traits=_STATEFUL)
+MULTINOMIAL = OpDef("Multinomial", _multinomial_infer, _multinomial_kernel, traits=_STATEFUL,
+                    gradient=not_differentiable)
 
 
 def multinomial(logits, num_samples, seed: int | None = None, name: str | None = None,

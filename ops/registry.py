@@ -86,6 +86,14 @@ class OpDef:
 _REGISTRY: dict[str, OpDef] = {}
 
 
+def not_differentiable(op, *output_grads) -> list:
+    """The gradient of an op TensorFlow declares not differentiable (its
+    `ops.NotDifferentiable`: random numbers, one-hot encodings, ranges, decoded bytes): None
+    for every input, so differentiation stops at the op and `tf.gradients` gives None for
+    what reaches the ys only through it, instead of a LookupError."""
+    return [None] * len(op.inputs)
+
+
 def register(op_def: OpDef) -> OpDef:
     """Add an op definition; a second definition under the same name is an error."""
     existing = _REGISTRY.get(op_def.name)
