@@ -23,7 +23,8 @@ from ..compiler.core import ir
 from ..compiler.core.graph import Tensor
 from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import unknown_shape
-from . import fill_ops, reduction_ops, reshape_ops, segment_ops, shape_ops
+from . import fill_ops, gather_ops, reduction_ops, reshape_ops, segment_ops, shape_ops, \
+    slicing_ops
 from .array_ops import transpose
 from .bitwise_ops import invert
 from .builder import REALS, check_dtype, graph_for, make_op, to_tensor
@@ -31,7 +32,7 @@ from .math_cast import cast
 from .math_unary import negative
 from .registry import OpDef
 
-__all__ = ["sort", "argsort"]
+__all__ = ["sort", "argsort", "top_k"]
 
 
 def _infer(out_dtype):
@@ -142,3 +143,27 @@ def sort_positions(values, axis=-1, direction="ASCENDING", name=None) -> Tensor:
     """int64 positions that sort `values` along `axis`, stably (the ArgSort op's output;
     NumPy's np.argsort traces onto it)."""
     return _sorted(ARG_SORT, values, axis, _direction(direction), name)
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TensorFlow's names
+    """(values, indices) of the `k` largest entries along the last axis, largest first
+    (TF 1.x `tf.nn.top_k`): equal values in order of position (a stable descending sort,
+    then a gather), indices int32; differentiable through the values."""
+    graph = graph_for((input,))
+    with graph.as_default(), graph.name_scope(name or "TopKV2"):
+        x = to_tensor(input, name="input")
+        rank = x.shape.ndims
+        if rank is None or rank == 0:
+            raise ValueError(f"top_k: input {x.name} must have a known rank >= 1, got shape "
+                             f"{x.shape}.")
+        k = int(k)
+        last = x.shape.dims[-1]
+        if k < 0 or (last is not None and k > last):
+            raise ValueError(f"top_k: k = {k} must be in [0, {last}] for input {x.name} of "
+                             f"shape {x.shape}.")
+        order = sort_positions(x, axis=-1, direction="DESCENDING")
+        begin = [0] * rank
+        size = [-1] * (rank - 1) + [k]
+        indices = cast(slicing_ops.slice(order, begin, size), _dtypes.int32)
+        values = gather_ops.gather(x, indices, axis=rank - 1, batch_dims=rank - 1)
+    return values, indices
