@@ -1,0 +1,5 @@
+"""A small Keras-style API (`tf.keras`): Sequential models, layers, compile/fit/evaluate/predict.
+
+Built on flowjit's graph, Session and compiler: a model owns a Graph, its training step is
+one Session run of compiled clusters.
+"""
