@@ -3,9 +3,9 @@
 Subcommands: `demo` (run a small TF1-style program and print its results), `version`,
 `ops` (the registered op types and their traits, generated from the registry), `run`
 (load a saved GraphDef and run ops on it: `runtime/run_cli.py`) and
-`bench [session|compiler|numpy|training|all|report|tfgraphs]` (the session-overhead
+`bench [session|compiler|numpy|training|nn|all|report|tfgraphs]` (the session-overhead
 benchmark, the compiler benchmark against NumPy and its peers, the NumPy corpus, the training
-step W5, each run in a child process so thread-count environment variables take effect
+step W5, the CNN and LSTM training steps W6 (`benchmarks/nn_training.py`), each run in a child process so thread-count environment variables take effect
 before NumPy and the peers are imported; `report` runs them all and writes DIR/report.md
 with a table per benchmark, the machine and the missing peers, plus a PNG plot of speedups
 over NumPy per benchmark: `benchmarks/report.py`, options `--out DIR`, `--only
@@ -105,6 +105,12 @@ def _cmd_bench(args) -> int:
         status = training_step.main([*timing, "--threads", str(threads),
                                      "--systems", _training_systems(args.peers)]
                                     + (["--quick"] if args.quick else []))
+    if args.which in ("nn", "all") and status == 0:
+        from .benchmarks import nn_training
+
+        threads = args.threads or os.cpu_count() or 1
+        status = nn_training.main([*timing, "--threads", str(threads)]
+                                  + (["--quick"] if args.quick else []))
     if args.which == "tfgraphs" and status == 0:   # needs the source tree's fixtures
         cmd = [sys.executable, "-m", "flowjit.benchmarks.tf_graph_import", *timing[:2]]
         cmd += ["--repeats", str(args.repeats)] if args.repeats else []
@@ -171,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "busy); numpy: ordinary NumPy kernels (tests/numpy_corpus.py) under "
                     "flowjit.jit, numba.njit and pythran (when installed) vs NumPy; "
                     "training: W5, steps/s of an MLP training step vs NumPy, JAX, PyTorch, "
-                    "TensorFlow; all: every one; report: every one (or those --only "
+                    "TensorFlow; nn: W6, steps/s of a CNN and an LSTM training step vs JAX, "
+                    "PyTorch, TensorFlow, with flowjit's cold compile; all: every one; report: every one (or those --only "
                     "names), written to --out DIR as report.md (tables of medians and "
                     "ratios to NumPy, the machine, missing peers), one PNG plot of "
                     "speedups over NumPy per benchmark, results.json and the logs "
@@ -180,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "GraphDefs (the source tree's recorded ones) vs flowjit's own graph and "
                     "TensorFlow.")
     bench.add_argument("which", nargs="?", default="session",
-                       choices=("session", "compiler", "numpy", "training", "all", "report",
-                                "tfgraphs"),
+                       choices=("session", "compiler", "numpy", "training", "nn", "all",
+                                "report", "tfgraphs"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "

@@ -10,7 +10,8 @@ notebook) and its last lines are kept for the report when it fails.
 
 Every benchmark's result becomes rows of (workload, system, status, reason, median seconds,
 time / NumPy's time): `rows_of(key, result)`, from what the modules' `run()` functions
-return (compiler_workloads.run, numpy_corpus.run, training_step.run, session_overhead.run).
+return (compiler_workloads.run, numpy_corpus.run, training_step.run, session_overhead.run,
+nn_training.run; its baseline is flowjit nojit, every op's NumPy kernel).
 `benchmarks/report_render.py` writes them as DIR/report.md (a table per benchmark and the
 machine), one PNG bar chart per benchmark (speedup over NumPy, log axis) and
 DIR/results.json (the rows and every module's full result), each file atomically.
@@ -43,6 +44,7 @@ BENCHMARKS = {  # key: (title, module)
     "numpy": ("NumPy corpus", "flowjit.benchmarks.numpy_corpus"),
     "training": ("Training step W5", "flowjit.benchmarks.training_step"),
     "session": ("Session.run overhead", "flowjit.benchmarks.session_overhead"),
+    "nn": ("CNN and LSTM training steps W6", "flowjit.benchmarks.nn_training"),
 }
 NOT_RUN = ("unavailable", "unsupported")
 TAIL_BYTES = 8192
@@ -106,6 +108,9 @@ def _known_items(name: str) -> tuple:
     if name == "training":
         from .training_step import CASES
         return tuple(CASES)
+    if name == "nn":
+        from .nn_training_peers import MODELS
+        return tuple(MODELS)
     return ()
 
 
@@ -139,6 +144,10 @@ def child_command(key: str, items, opts: Options, json_path: str) -> tuple:
         cmd += ["--threads", str(threads), "--systems", ",".join(training_systems(peers)),
                 *quick]
         cmd += ["--cases", ",".join(items)] if items else []
+        env = child_env(threads)
+    elif key == "nn":    # its own child: an empty kernel cache, so the first step is cold
+        cmd += ["--threads", str(threads), *quick]
+        cmd += ["--models", ",".join(items)] if items else []
         env = child_env(threads)
     else:
         if opts.quick:
@@ -203,6 +212,9 @@ def rows_of(key: str, result: dict) -> list:
             return f"{case}: batch {batch}, {n_in}->{hidden}->{n_out}"
         return [_row(label(r["case"]), r["variant"], r["status"], r["reason"],
                      r.get("median"), r.get("ratio")) for r in result["rows"]]
+    if key == "nn":        # the baseline is flowjit nojit: every op's NumPy kernel
+        return [_row(r["model"], r["variant"], r["status"], r["reason"], r.get("median"),
+                     r.get("ratio")) for r in result["rows"]]
     rows = []
     for r in result["rows"]:
         rows.append(_row(r["case"], "numpy", "ok", "", r["numpy_us"] / 1e6, 1.0))

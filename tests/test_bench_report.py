@@ -137,6 +137,12 @@ def test_rows_of_each_benchmark():
     [row] = report.rows_of("training", training)
     assert row["workload"].startswith("small: batch 100") and row["median_s"] is None
     assert report.missing_systems("training", training, [row]) == {"jax": "jax not installed"}
+    nn = {"rows": [{"model": "cnn", "variant": "flowjit", "status": "ok", "reason": "",
+                    "median": 0.01, "ratio": 0.5}]}
+    [row] = report.rows_of("nn", nn)
+    assert (row["workload"], row["system"], row["median_s"], row["ratio_to_numpy"]) == \
+        ("cnn", "flowjit", 0.01, 0.5)
+    assert report.parse_only(["nn:lstm"]) == {"nn": ["lstm"]}
     timed = {"rows": [{"median_s": 1.0, "busy_elsewhere": 0.9}, {"median_s": 1.0,
                                                                    "busy_elsewhere": 0.0},
                       {"median": 2.0, "retries": 1}, {"median_s": None}]}
