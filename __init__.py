@@ -41,6 +41,8 @@ from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
 from . import client, gfile, nn, summary, train  # noqa: E402
 from .protos import Event, SessionLog, Summary  # noqa: E402
+from . import keras  # noqa: E402  - tf.keras: Sequential, layers, compile/fit (keras/)
+from .models import layers, losses, metrics  # noqa: E402  - tf.layers, tf.losses, tf.metrics
 from .client import graph_view as _graph_view  # noqa: E402
 
 _graph_view.register_notebook_display()   # Graph._repr_html_ (compiler/core/display.py)
@@ -110,6 +112,16 @@ initializers = _namespace("initializers", "TensorFlow's `tf.initializers` names.
     "truncated_normal": truncated_normal_initializer,
     "glorot_uniform": glorot_uniform_initializer, "glorot_normal": glorot_normal_initializer,
     "variance_scaling": variance_scaling_initializer})
+from .ops import math_composites as _mc, matrix_composites as _mx, tf1_helpers as _th  # noqa
+
+for _space, _names in [*_mc.NAMESPACES.items(), *_mx.NAMESPACES.items(),
+                       *_th.NAMESPACES.items()]:   # TF 1.x aliases and small composites
+    globals()[_space].__dict__.update(_names)
+math.__dict__.update(divide_no_nan=div_no_nan, unsorted_segment_sum=unsorted_segment_sum,
+                     **{n: getattr(nn, n) for n in ("l2_normalize", "log_softmax", "softmax",
+                                                    "softsign", "in_top_k", "top_k",
+                                                    "zero_fraction")})
+linalg.global_norm = global_norm
 from .compiler import functional as _functional  # noqa: E402
 
 lax = _namespace("lax", "JAX-like functional control flow (compiler/functional.py): "
@@ -131,3 +143,19 @@ from .ops import tfrecord_format as _tfrecord  # noqa: E402
 python_io = _namespace("python_io", "TensorFlow's `tf.python_io`: TFRecord files.", {
     "TFRecordWriter": _tfrecord.TFRecordWriter,
     "tf_record_iterator": _tfrecord.tf_record_iterator})
+from .models import contrib_layers as _contrib_layers  # noqa: E402
+
+# tf.contrib: one namespace, each part adds its sub-module (tf.contrib.layers here)
+contrib = globals().get("contrib") or _namespace(
+    "contrib", "TensorFlow 1.x's `tf.contrib` names that TF1 programs still use.", {})
+contrib.layers = _contrib_layers
+from .models import rnn as _rnn, rnn_cell as _rnn_cell, rnn_cell_wrappers as _rnn_wrappers  # noqa: E402
+
+_cells = {n: getattr(_rnn_cell, n) for n in _rnn_cell.__all__}
+_cells.update({n: getattr(_rnn_wrappers, n) for n in _rnn_wrappers.__all__})
+nn.rnn_cell = _namespace("nn.rnn_cell", "TensorFlow's `tf.nn.rnn_cell`: RNN cells "
+                         "(models/rnn_cell.py, models/rnn_cell_wrappers.py).", _cells)
+contrib.rnn = _namespace("contrib.rnn", "TensorFlow 1.x's `tf.contrib.rnn`: the RNN cells and "
+                         "the static unrolls (models/rnn.py).",
+                         {**_cells, "static_rnn": _rnn.static_rnn,
+                          "static_bidirectional_rnn": _rnn.static_bidirectional_rnn})

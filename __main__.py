@@ -10,7 +10,8 @@ before NumPy and the peers are imported; `report` runs them all and writes DIR/r
 with a table per benchmark, the machine and the missing peers, plus a PNG plot of speedups
 over NumPy per benchmark: `benchmarks/report.py`, options `--out DIR`, `--only
 NAME[:ITEM,...]`, `--quick`; `tfgraphs` times TensorFlow-written GraphDefs:
-`benchmarks/tf_graph_import.py`).
+`benchmarks/tf_graph_import.py`; `conv` times convolution layers forward and backward
+against NumPy and PyTorch: `benchmarks/conv_step.py`).
 Long loops show a progress bar on stderr when it is a terminal (`progress.py`;
 FLOWJIT_PROGRESS=0 turns bars off).
 Each subcommand is an argparse sub-parser whose handler is attached with
@@ -111,6 +112,12 @@ def _cmd_bench(args) -> int:
         threads = args.threads or os.cpu_count() or 1
         status = nn_training.main([*timing, "--threads", str(threads)]
                                   + (["--quick"] if args.quick else []))
+    if args.which == "conv" and status == 0:
+        from .benchmarks import conv_step
+
+        threads = args.threads or os.cpu_count() or 1
+        status = conv_step.main([*timing, "--threads", str(threads)]
+                                + (["--quick"] if args.quick else []))
     if args.which == "tfgraphs" and status == 0:   # needs the source tree's fixtures
         cmd = [sys.executable, "-m", "flowjit.benchmarks.tf_graph_import", *timing[:2]]
         cmd += ["--repeats", str(args.repeats)] if args.repeats else []
@@ -178,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "flowjit.jit, numba.njit and pythran (when installed) vs NumPy; "
                     "training: W5, steps/s of an MLP training step vs NumPy, JAX, PyTorch, "
                     "TensorFlow; nn: W6, steps/s of a CNN and an LSTM training step vs JAX, "
-                    "PyTorch, TensorFlow, with flowjit's cold compile; all: every one; report: every one (or those --only "
+                    "PyTorch, TensorFlow, with flowjit's cold compile; conv: convolution "
+                    "layers forward and backward vs NumPy and PyTorch; all: every one (but "
+                    "conv); report: every one (or those --only "
                     "names), written to --out DIR as report.md (tables of medians and "
                     "ratios to NumPy, the machine, missing peers), one PNG plot of "
                     "speedups over NumPy per benchmark, results.json and the logs "
@@ -188,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "TensorFlow.")
     bench.add_argument("which", nargs="?", default="session",
                        choices=("session", "compiler", "numpy", "training", "nn", "all",
-                                "report", "tfgraphs"),
+                                "report", "tfgraphs", "conv"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "

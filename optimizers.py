@@ -3,9 +3,16 @@
 Owns the `Optimizer` base class (`minimize` = `compute_gradients` + `apply_gradients`,
 slot variables, non-slot variables such as Adam's beta powers) and the five concrete
 optimizers: GradientDescent, Momentum (optionally Nesterov), Adam, Adagrad and RMSProp
-(optionally centered).  An optimizer adds no op kinds: every update is an Assign, AssignAdd or
-AssignSub on a variable, computed with the public math ops, so the executor runs it like any
-other part of the graph.  It lives at the package root, beside `nn.py`, because it is front-end
+(optionally centered).  A dense update is an Assign, AssignAdd or AssignSub on a variable,
+computed with the public math ops, so the executor runs it like any other part of the graph.
+An IndexedSlices gradient (an embedding table's, ops/indexed_slices.py) is applied sparsely,
+as TensorFlow 1.x does: GradientDescent subtracts the scaled rows with one ScatterSub
+(repeated rows add up); the others first sum the rows of repeated indices (Unique +
+UnsortedSegmentSum), then Momentum and Adagrad run SparseApplyMomentum / SparseApplyAdagrad
+(ops/sparse_training_ops.py) and Adam decays m and v densely and scatter-adds the new parts
+(TensorFlow's `_apply_sparse`) and RMSProp updates the rows of the indices (gathered and
+scattered back, TensorFlow's SparseApplyRMSProp).  A subclass without `_apply_sparse`
+applies the dense value of the slices.  It lives at the package root, beside `nn.py`, because it is front-end
 graph building (it imports `ops/` and `compiler/`, never `runtime/`).
 
 Invariants:
@@ -29,11 +36,16 @@ import importlib
 
 from . import dtypes as _dtypes
 from .compiler.core.graph import Tensor, get_default_graph
+from .ops import indexed_slices
 from .ops.basic_ops import constant, group
 from .ops.conversion import convert_to_tensor
 from .ops.fill_ops import fill
 from .ops.math_ops import cast, sqrt, square
+from .ops.indexed_slices import IndexedSlices
 from .ops.shape_ops import shape as _shape
+from .ops.sparse_training_ops import sparse_apply_adagrad, sparse_apply_momentum
+from .ops.gather_ops import gather
+from .ops.variable_scatter_ops import scatter_add, scatter_sub, scatter_update
 from .ops.variables import Variable, assign, assign_add, assign_sub, trainable_variables
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
@@ -142,8 +154,8 @@ class Optimizer:
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """One op applying every (gradient, variable) update, then incrementing `global_step`.
 
-        Pairs whose gradient is None are skipped; a gradient may be a tensor or a NumPy/Python
-        value (converted to the variable's dtype).  The returned op is named `name` (default:
+        Pairs whose gradient is None are skipped; a gradient may be a tensor, an IndexedSlices
+        (applied sparsely) or a NumPy/Python value (converted to the variable's dtype).  The returned op is named `name` (default:
         the optimizer's name).
         """
         pairs = self._check_pairs(grads_and_vars)
@@ -157,7 +169,9 @@ class Optimizer:
                         update_ops = []
                         for grad, var in pairs:
                             with graph.name_scope("update_" + var.op.name):
-                                update = self._apply_dense(grad, var)
+                                update = self._apply_sparse_duplicate_indices(grad, var) \
+                                    if isinstance(grad, IndexedSlices) else \
+                                    self._apply_dense(grad, var)
                             update_ops.append(update.op if isinstance(update, Tensor)
                                               else update)
                         if global_step is None:
@@ -186,7 +200,9 @@ class Optimizer:
             seen.add(var.op)
             if grad is None:
                 continue
-            if isinstance(grad, Tensor) or hasattr(grad, "_as_graph_tensor"):
+            if isinstance(grad, IndexedSlices):
+                pass
+            elif isinstance(grad, Tensor) or hasattr(grad, "_as_graph_tensor"):
                 grad = convert_to_tensor(grad)
             else:
                 with var.graph.as_default():
@@ -249,6 +265,16 @@ class Optimizer:
     def _apply_dense(self, grad, var):
         raise NotImplementedError
 
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """The update by IndexedSlices `grad`: the rows of repeated indices summed, then
+        `_apply_sparse`."""
+        return self._apply_sparse(indexed_slices.deduplicate(grad), var)
+
+    def _apply_sparse(self, grad, var):
+        """The update by IndexedSlices `grad` with distinct indices; by default the dense
+        update of its dense value (TensorFlow raises NotImplementedError instead)."""
+        return self._apply_dense(indexed_slices.dense(grad), var)
+
     def _finish(self, update_ops, name):
         return group(*update_ops, name=name)
 
@@ -281,6 +307,11 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         return assign_sub(var, self._hyper("learning_rate", var.dtype) * grad)
 
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """var[indices] -= learning_rate * values, repeated rows adding up (ScatterSub)."""
+        return scatter_sub(var, grad.indices, grad.values * self._hyper("learning_rate",
+                                                                         var.dtype))
+
 
 class MomentumOptimizer(Optimizer):
     """Momentum: `accum = momentum * accum + grad; var -= lr * accum`.
@@ -305,6 +336,12 @@ class MomentumOptimizer(Optimizer):
         accum_t = assign(accum, accum * mu + grad)
         step = grad * lr + accum_t * mu * lr if self._use_nesterov else accum_t * lr
         return group(assign_sub(var, step), accum_t)
+
+    def _apply_sparse(self, grad, var):
+        return sparse_apply_momentum(
+            var, self.get_slot(var, "momentum"), self._hyper("learning_rate", var.dtype),
+            grad.values, grad.indices, self._hyper("momentum", var.dtype),
+            use_nesterov=self._use_nesterov).op
 
 
 class AdamOptimizer(Optimizer):
@@ -337,20 +374,40 @@ class AdamOptimizer(Optimizer):
         graph = get_default_graph()
         return self._non_slots[(graph, "beta1_power")], self._non_slots[(graph, "beta2_power")]
 
-    def _apply_dense(self, grad, var):
-        dt = var.dtype
-        b1, b2 = self._hyper("beta1", dt), self._hyper("beta2", dt)
-        eps = self._hyper("epsilon", dt)
+    def _lr_t(self, dt):
+        """lr * sqrt(1 - beta2^t) / (1 - beta1^t) in dtype `dt`, once per apply_gradients."""
         if ("lr_t", dt) not in self._hyper_cache:
             p1, p2 = (convert_to_tensor(p) for p in self._get_beta_accumulators())
             p1, p2 = (p if p.dtype is dt else cast(p, dt) for p in (p1, p2))
             lr = self._hyper("learning_rate", dt)
             self._hyper_cache[("lr_t", dt)] = lr * sqrt(1 - p2) / (1 - p1)
-        lr_t = self._hyper_cache[("lr_t", dt)]
+        return self._hyper_cache[("lr_t", dt)]
+
+    def _apply_dense(self, grad, var):
+        dt = var.dtype
+        b1, b2 = self._hyper("beta1", dt), self._hyper("beta2", dt)
+        eps = self._hyper("epsilon", dt)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_t = assign(m, m * b1 + grad * (1 - b1))
         v_t = assign(v, v * b2 + square(grad) * (1 - b2))
-        return group(assign_sub(var, lr_t * m_t / (sqrt(v_t) + eps)), m_t, v_t)
+        return group(assign_sub(var, self._lr_t(dt) * m_t / (sqrt(v_t) + eps)), m_t, v_t)
+
+    def _apply_sparse(self, grad, var):
+        """TensorFlow 1.x's sparse Adam: m and v decay densely, then the rows' new parts
+        are scatter-added; var takes the dense step."""
+        dt = var.dtype
+        b1, b2 = self._hyper("beta1", dt), self._hyper("beta2", dt)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        graph = get_default_graph()
+        updated = []
+        for slot, beta, rows in ((m, b1, grad.values * (1 - b1)),
+                                 (v, b2, grad.values * grad.values * (1 - b2))):
+            decayed = assign(slot, slot * beta)
+            with graph.control_dependencies([decayed]):
+                updated.append(scatter_add(slot, grad.indices, rows))
+        m_t, v_t = updated
+        step = self._lr_t(dt) * m_t / (sqrt(v_t) + self._hyper("epsilon", dt))
+        return group(assign_sub(var, step), m_t, v_t)
 
     def _finish(self, update_ops, name):
         p1, p2 = self._get_beta_accumulators()
@@ -383,6 +440,11 @@ class AdagradOptimizer(Optimizer):
         accum_t = assign_add(self.get_slot(var, "accumulator"), square(grad))
         lr = self._hyper("learning_rate", var.dtype)
         return group(assign_sub(var, lr * grad / sqrt(accum_t)), accum_t)
+
+    def _apply_sparse(self, grad, var):
+        return sparse_apply_adagrad(var, self.get_slot(var, "accumulator"),
+                                    self._hyper("learning_rate", var.dtype), grad.values,
+                                    grad.indices).op
 
 
 class RMSPropOptimizer(Optimizer):
@@ -423,4 +485,22 @@ class RMSPropOptimizer(Optimizer):
             updates.append(mg_t)
         mom_t = assign(mom, mom * mu + lr * grad / sqrt(denom))
         return group(assign_sub(var, mom_t), mom_t, *updates)
+
+    def _apply_sparse(self, grad, var):
+        """TensorFlow's SparseApplyRMSProp: the dense update on the rows of the indices
+        (gathered, updated, scattered back); the other rows keep their values."""
+        dt, rows, g = var.dtype, grad.indices, grad.values
+        lr, rho = self._hyper("learning_rate", dt), self._hyper("decay", dt)
+        mu, eps = self._hyper("momentum", dt), self._hyper("epsilon", dt)
+        ms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
+        ms_rows = gather(ms, rows) * rho + square(g) * (1 - rho)
+        updates, denom = [scatter_update(ms, rows, ms_rows)], ms_rows + eps
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            mg_rows = gather(mg, rows) * rho + g * (1 - rho)
+            updates.append(scatter_update(mg, rows, mg_rows))
+            denom = denom - square(mg_rows)
+        mom_rows = gather(mom, rows) * mu + lr * g / sqrt(denom)
+        updates.append(scatter_update(mom, rows, mom_rows))
+        return group(scatter_sub(var, rows, mom_rows), *updates)
 

@@ -5,13 +5,19 @@ in2.shape[0]` before `a @ b + bias`), and raises otherwise.  After those checks 
 built from different but checked-equal size expressions describe the same extents, so memory
 planning may let one node write into the other's buffer, and a GEMM may apply an epilogue
 whose shape was spelled with the bias's length.  `SizeClasses` is the union of the
-`size == size` checks.
+`size == size` checks (sizes: expressions of dims and constants, no loaded values).
 """
 
 from __future__ import annotations
 
 from .core import ir
 from .core.ir import Scalar
+
+
+def _size_expr(e) -> bool:
+    """Whether `e` is a size computed from sizes alone (dims, constants and arithmetic on
+    them, no loaded value): interned, so one object has one value in a run."""
+    return all(x.op is not Scalar.LOAD for x in ir.walk(e))
 
 
 class SizeClasses:
@@ -21,7 +27,7 @@ class SizeClasses:
         self._parent: dict = {}
         for cond, _ in program.checks:
             if cond.op is Scalar.EQ and len(cond.args) == 2 and \
-                    all(a.op in (Scalar.DIM, Scalar.CONST) for a in cond.args):
+                    all(_size_expr(a) for a in cond.args):
                 self._union(*cond.args)
 
     def _find(self, e):

@@ -23,10 +23,18 @@ Invariants and rules:
   per differentiated op ("gradients/<op name>_grad/...").
 - A `Variable` in xs stands for its variable tensor: ops read a variable through that tensor
   (directly or via its "read" Identity), so its gradient is that of the variable's value.
+- Sparse gradients (ops/indexed_slices.py): a gradient function may return an IndexedSlices
+  (a leading-axis gather does, for its params).  Contributions to one tensor that are all
+  IndexedSlices aggregate by concatenating their values and indices; a mix with dense
+  tensors is made dense and summed.  An op whose gradient takes IndexedSlices as they are
+  (`_TAKES_SLICES`: Identity, which reads a variable) gets them; every other op gets its
+  output gradients dense.  An x whose gradient is IndexedSlices gets an IndexedSlices, as in
+  TensorFlow (an embedding table's gradient holds only the looked-up rows).
 """
 
 from __future__ import annotations
 
+from ..ops import indexed_slices
 from ..ops.array_ops import ones_like, zeros_like
 from ..ops.registry import Trait
 from ..ops.while_gradient import while_loop_gradient
@@ -116,12 +124,28 @@ def _between(ys, xs, stop_ops) -> list:
     return sorted(between, key=lambda op: op._id, reverse=True)
 
 
-def _sum(grads):
+# op types whose gradient function passes an IndexedSlices output gradient on unchanged
+_TAKES_SLICES = frozenset({"Identity"})
 
+
+def _as_gradient(value, what: str):
+    """A gradient function's result: an IndexedSlices as it is, anything else a Tensor."""
+    if isinstance(value, indexed_slices.IndexedSlices):
+        return value
+    return _as_tensor(value, what)
+
+
+def _sum(grads):
+    """The sum of the contributions (None when there are none): IndexedSlices when all are,
+    else a dense AddN."""
     grads = [g for g in grads if g is not None]
     if not grads:
         return None
-    return grads[0] if len(grads) == 1 else add_n(grads)
+    if len(grads) == 1:
+        return grads[0]
+    if all(isinstance(g, indexed_slices.IndexedSlices) for g in grads):
+        return indexed_slices.concat(grads)
+    return add_n([indexed_slices.dense(g) for g in grads])
 
 
 def _initial_grads(ys, grad_ys) -> dict:
@@ -159,6 +183,8 @@ def _output_grads(op, pending) -> list | None:
     grads = [_sum(pending.pop(t, [])) for t in outputs]
     if all(g is None for g in grads):
         return None
+    if getattr(op, "type", None) not in _TAKES_SLICES:
+        grads = [indexed_slices.dense(g) for g in grads]
     if hasattr(op, "unit_outputs"):   # a while loop: its gradient fills in what it needs
         return grads
     # zeros that depend on the output (not a constant): in a branch not taken they are
@@ -198,9 +224,10 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
     `stop_gradients`: tensors held constant (no gradient flows through them).  Returns a list
     with one gradient tensor per x, or None where x does not affect any y (or is not a float
     tensor), or zeros shaped like x with `unconnected_gradients="zero"`
-    (`UnconnectedGradients.ZERO`).  `colocate_gradients_with_ops`, `gate_gradients` and
-    `aggregation_method` are accepted for compatibility and ignored (contributions are
-    always summed with AddN).
+    (`UnconnectedGradients.ZERO`).  A gradient that only leading-axis gathers give (an
+    embedding table's) is an IndexedSlices, as in TensorFlow.  `colocate_gradients_with_ops`,
+    `gate_gradients` and `aggregation_method` are accepted for compatibility and ignored
+    (dense contributions are always summed with AddN).
     """
     del colocate_gradients_with_ops, gate_gradients, aggregation_method
     unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
@@ -241,8 +268,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients", stop_gradients=None
             for t, g in zip(op.inputs, in_grads):
                 if g is None or not _differentiable(t):
                     continue
-                g = _as_tensor(g, f"the gradient of {op.type}")
-                if g.shape.is_compatible_with(t.shape):
+                g = _as_gradient(g, f"the gradient of {op.type}")
+                if isinstance(g, Tensor) and g.shape.is_compatible_with(t.shape):
                     g.set_shape(t.shape)
                 pending.setdefault(t, []).append(g)
         out = []

@@ -26,6 +26,7 @@ a gradient and stateful ops have no lowering (NotLowerable).  docs/architecture.
 from __future__ import annotations
 
 from .core import ir
+from .core.ir_text import expr_text
 from .core.ir_build import NotLowerable
 from .equal_dims import SizeClasses
 
@@ -156,6 +157,33 @@ def _static_shape(node) -> tuple:
     return tuple(int(d.attr) if ir.is_const(d) else None for d in node.shape)
 
 
+def _shape_text(node) -> str:
+    return "(" + ", ".join(expr_text(d) for d in node.shape) + ")"
+
+
+def _check_static_dims(sub, merges, nexts) -> set:
+    """{(loop variable, dimension)} whose size the graph knows statically (the shape
+    invariant, which the initial value and every next value have: shape inference's
+    contract), checked at run time for the variable and its next value in the body
+    program, so sizes spelled differently (a split's `n / 4`, a size read from a shape
+    tensor) are known equal."""
+    known = set()
+    for j, (merge, new) in enumerate(zip(merges, nexts)):
+        var = sub.nodes[merge]
+        static = merge.shape.dims
+        if static is None or len(static) != len(new.shape) or len(var.shape) != len(static):
+            continue
+        for k, d in enumerate(static):
+            if d is None:
+                continue
+            for node in (var, new):
+                sub.check_equal(node.shape[k], ir.index(d),
+                                f"loop variable {merge.name} has a size other than {d} in "
+                                f"dimension {k}")
+            known.add((j, k))
+    return known
+
+
 def lower_while(ctx, loop, present=None) -> None:
     """Lower every op of while loop `loop` into ONE WHILE node of `ctx` (module docstring)."""
     from .lowering import LowerContext   # lowering.py imports this module
@@ -191,18 +219,21 @@ def lower_while(ctx, loop, present=None) -> None:
     lower_ops(sub, [op for op in inside if op in cond_ops], level=loop)
     cond_checks = list(sub.checks)
     lower_ops(sub, [op for op in inside if op not in cond_ops], level=loop)
-    body_checks = sub.checks[len(cond_checks):]
     go = sub.node_of(loop_cond.inputs[0])
     nexts = [sub.node_of(t.op.inputs[0]) for t in next_values]
+    static_dims = _check_static_dims(sub, merges_kept, nexts)
+    body_checks = sub.checks[len(cond_checks):]
     # the loop variables' arrays belong to the loop (the kernel copies the initial values),
     # so the body may write each one's next value into its array: in place
     body = ir.Program(sub.inputs, nexts, body_checks, donated=[(k, k) for k in range(n)])
     sizes = SizeClasses(body)
     for k, (var, new) in enumerate(zip(sub.inputs[:n], nexts)):
-        if len(new.shape) != len(var.shape) or not sizes.same_shape(tuple(new.shape),
-                                                                     tuple(var.shape)):
+        if len(new.shape) != len(var.shape) or not all(
+                (k, i) in static_dims or sizes.same(a, b)
+                for i, (a, b) in enumerate(zip(new.shape, var.shape))):
             raise NotLowerable(f"loop {loop.frame_name}: loop variable {merges_kept[k].name} "
-                               "may change its shape from one iteration to the next")
+                               "may change its shape from one iteration to the next "
+                               f"({_shape_text(var)} -> {_shape_text(new)})")
     spec = ir.WhileSpec(ir.Program(sub.inputs, [go], cond_checks), body, n)
     outs = ir.while_loop(inits, sub.outer_values, spec)
     for e, out in zip(exits, outs):

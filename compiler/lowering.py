@@ -75,9 +75,16 @@ class LowerContext:
             return out
         if op.type in ("Cast", "Identity"):
             return self.symbolic_ints(op.inputs[0])
-        if op.type == "StridedSlice" and op.get_attr("shrink_axis_mask") == 1:
+        if op.type == "ConcatV2" and static_value(op.inputs[-1]) is not None and \
+                int(np.asarray(static_value(op.inputs[-1]))) in (0, -1):
+            out = []
+            for t in op.inputs[:-1]:
+                out.extend(self.symbolic_ints(t))
+            return out
+        if op.type == "StridedSlice" and op.get_attr("shrink_axis_mask") == 1 \
+                and static_value(op.inputs[1]) is not None:
             vec = self.symbolic_ints(op.inputs[0])
-            begin = int(self.static(op.inputs[1])[0])
+            begin = int(np.asarray(static_value(op.inputs[1])).reshape(-1)[0])
             return [vec[begin]]
         if op.type in ("Mul", "Add", "AddV2", "Sub", "FloorDiv"):
             a, b = (self.symbolic_ints(t) for t in op.inputs)

@@ -59,7 +59,7 @@ def rewrite_program(program: ir.Program, expr_fn) -> ir.Program:
             a, b = (new_node(x) for x in n.inputs)
             out = ir.matmul(a, b, n.attr[0], n.attr[1], shape)
         elif n.kind is NodeKind.SCATTER:
-            out = ir.scatter_rows(*(new_node(x) for x in n.inputs))
+            out = ir.scatter_rows(*(new_node(x) for x in n.inputs), n.attr)
         elif n.kind is NodeKind.LIBCALL:
             out = ir.libcall(n.attr, [new_node(x) for x in n.inputs], n.dtype, shape)
         elif n.kind is NodeKind.WHILE:   # the same rewrite inside the condition and body

@@ -21,6 +21,7 @@ import dataclasses
 import os
 
 from . import passes
+from .flat_epilogues import flatten_product_epilogues
 from .core import ir
 from .core.ir_text import program_text
 from .lowering import NotLowerable, lower_cluster
@@ -41,6 +42,7 @@ MAX_LOOP_NESTS = 128
 PASSES = (
     ("constant_fold", passes.constant_fold),
     ("simplify", passes.simplify),
+    ("flat_epilogues", flatten_product_epilogues),
     ("cse", passes.eliminate_common_subexpressions),
     ("dce", passes.eliminate_dead_code),
 )

@@ -117,6 +117,14 @@ def _loads(node: Node):
     return [(e.attr, e.args) for e in ir.walk(node.body) if e.op is Scalar.LOAD]
 
 
+def _read_by_sizes(program: ir.Program, nodes) -> set:
+    """Ids of the nodes that a node's shape or a check loads (a Fill whose dims are computed
+    in the kernel): those are read before their readers' loops, as whole values, so they
+    are materialized, never fused."""
+    exprs = [d for n in nodes for d in n.shape + n.rshape] + [c for c, _ in program.checks]
+    return {id(e.attr) for x in exprs for e in ir.walk(x) if e.op is Scalar.LOAD}
+
+
 def decide_inlining(program: ir.Program):
     """(inline ids, notes): which COMPUTE nodes fold into their consumers."""
     nodes = program.nodes()
@@ -129,6 +137,8 @@ def decide_inlining(program: ir.Program):
     for n in nodes:
         if n.kind in _CALL_KINDS:
             must.update(id(p) for p in n.inputs)
+    sized = _read_by_sizes(program, nodes)
+    must |= sized
     inline, notes = set(), []
     total_cost: dict = {}   # id -> (ops, transcendental) of the body with inlined producers
     for n in nodes:
@@ -141,6 +151,8 @@ def decide_inlining(program: ir.Program):
         if n.kind is not NodeKind.COMPUTE or id(n) in must:
             if n.kind is NodeKind.COMPUTE and id(n) in outputs:
                 notes.append(f"{n.name}: materialized (program output)")
+            elif n.kind is NodeKind.COMPUTE and id(n) in sized:
+                notes.append(f"{n.name}: materialized (a size or a check reads it)")
             elif n.kind is NodeKind.COMPUTE:
                 notes.append(f"{n.name}: materialized (read by a BLAS call or a view)")
             continue
@@ -263,6 +275,12 @@ def _aligned(idx, p: int) -> bool:
     return True
 
 
+def _box_candidate(node: Node, body) -> bool:
+    """Whether COMPUTE `node` has the form of a box update (box_updates.py,
+    dynamic_boxes.py): plan_memory decides whether it may write in place."""
+    return find_box_update(node, body) is not None or dynamic_boxes.find(node, body) is not None
+
+
 def group_nodes(program: ir.Program, inline: set, resolved: dict,
                 options: ScheduleOptions = ScheduleOptions()):
     """Loop groups in execution order, the ids of register-local members, and notes."""
@@ -289,8 +307,17 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict,
             continue
         if current is not None and len(groups) - 1 in sealed:
             notes.append(f"{n.name}: new loop nest after {current.members[0].name} (a column "
-                         "reduction, computed whole first)")
+                         "reduction or a box update, computed alone)")
             current = None
+        if n.kind is NodeKind.COMPUTE and _box_candidate(n, resolved[id(n)]):
+            # a possible in-place box update: alone in its nest, so plan_memory may let it
+            # loop over its box only
+            groups.append(Group(tuple(n.shape), [n]))
+            member_group[id(n)] = len(groups) - 1
+            sealed.add(len(groups) - 1)
+            notes.append(f"{n.name}: a loop nest of its own (it may update a buffer in place "
+                         "over a box)")
+            continue
         body_loads = _loads_of(resolved[id(n)])
         joined = False
         if current is not None:
@@ -325,6 +352,8 @@ def group_nodes(program: ir.Program, inline: set, resolved: dict,
         if g.kind != "loop":
             for p in g.members[0].inputs:
                 readers.setdefault(id(p), []).append((-1, None, 0))
+    for sized in _read_by_sizes(program, program.nodes()):   # read whole, before any nest
+        readers.setdefault(sized, []).append((-1, None, 0))
     local, scratch = set(), set()
     for g_index, g in enumerate(groups):
         if g.kind != "loop":

@@ -3,3 +3,8 @@
 Built on flowjit's graph, Session and compiler: a model owns a Graph, its training step is
 one Session run of compiled clusters.
 """
+
+from . import (activations, backend, callbacks, initializers, layers, losses, metrics,  # noqa
+               optimizers, regularizers, utils)
+from .engine import Input  # noqa: F401
+from .model import Model, Sequential  # noqa: F401

@@ -13,7 +13,8 @@ Imports between op modules (gradients make op families depend on each other both
   the modules import in any order;
 - names are imported (`from .builder import make_op`) from the shared builders, which import
   no op module: `registry`, `builder`, `conversion`, `elementwise`, `array_common`,
-  `slice_spec`, `lower_util`, `lower_index`, `lower_reduce`, `variable_ref`;
+  `slice_spec`, `lower_util`, `lower_index`, `lower_reduce`, `lower_window`, `lower_conv`,
+  `variable_ref`;
 - only a module that no op module imports may import names from op modules: the gathering
   modules (`math_ops`, `array_ops`, `nn_ops`, `api`: they define nothing) and the
   compositions and front ends at the top (`composite_ops`, `loss_ops`, `sort_ops`,
@@ -31,13 +32,20 @@ from . import (arg_ops, array_ops, basic_ops, bitwise_ops, check_ops, control_fl
                math_ops, matmul_ops, nn_ops, random_ops, reduction_ops, scatter_ops, segment_ops,
                shape_ops, slice_update_ops, slicing_ops, sort_ops, sum_to_shape, summary_ops,
                training_ops, variables)
+from . import conv_grad_ops, conv_ops
+from . import sparse_training_ops, unique_ops, variable_scatter_ops
+from . import lrn_ops, norm_grad_ops, norm_ops, pool_argmax_ops, pool_grad_ops, pool_ops
+from . import sequence_ops
 from . import operators, registry
 
 OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, arg_ops,
               matmul_ops, nn_ops, array_ops, shape_ops, slicing_ops, gather_ops, segment_ops,
               scatter_ops, sum_to_shape, random_ops, linalg_ops, sort_ops, control_flow_ops,
               queue_ops, reader_ops, parsing_ops, slice_update_ops, grad_ops, training_ops,
-              summary_ops)
+              summary_ops, conv_ops, conv_grad_ops)
+OP_MODULES += (variable_scatter_ops, unique_ops, sparse_training_ops)
+OP_MODULES += (pool_ops, pool_grad_ops, pool_argmax_ops, norm_ops, norm_grad_ops, lrn_ops)
+OP_MODULES += (sequence_ops,)
 
 
 def register_all():

@@ -29,6 +29,7 @@ from .init_ops import *  # noqa: F401,F403
 from .math_ops import *  # noqa: F401,F403
 from .composite_ops import (atan, clip_by_global_norm, clip_by_norm, cumsum,  # noqa: F401
                             div_no_nan, global_norm, norm, reduce_euclidean_norm)
+from .composite_ops import clip_by_average_norm  # noqa: F401
 from .matmul_ops import *  # noqa: F401,F403
 from .random_ops import *  # noqa: F401,F403
 from .reduction_ops import *  # noqa: F401,F403
@@ -36,3 +37,11 @@ from .shape_ops import *  # noqa: F401,F403
 from .slicing_ops import *  # noqa: F401,F403
 from .getitem_ops import tensor_getitem  # noqa: F401
 from .gather_ops import boolean_mask, gather, gather_nd  # noqa: F401
+from .variable_scatter_ops import *  # noqa: F401,F403
+from .unique_ops import unique, unique_with_counts  # noqa: F401
+from .indexed_slices import (IndexedSlices, IndexedSlicesValue,  # noqa: F401
+                             convert_to_tensor_or_indexed_slices)
+from .math_composites import *  # noqa: F401,F403
+from .matrix_composites import *  # noqa: F401,F403
+from .tf1_helpers import *  # noqa: F401,F403
+from .sequence_ops import reverse_sequence, sequence_mask  # noqa: F401

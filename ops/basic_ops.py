@@ -21,7 +21,7 @@ from ..compiler.core.shapes import as_shape, unknown_shape
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
 from .conversion import CONST, constant_array, constant_from_array  # noqa: F401 - Const
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A tensor holding `value` (TensorFlow's `tf.constant`).
@@ -101,10 +101,6 @@ def _pass_through(op, g):
     return [g]
 
 
-def _blocked(op, *grads):
-    return [None] * len(op.inputs)
-
-
 def _lower_identity(ctx, op, inputs):
     return [inputs[0]]
 
@@ -138,7 +134,8 @@ def identity(input, name=None):
     return make_op(IDENTITY, [to_tensor(input)], {}, name or "Identity").outputs[0]
 
 
-STOP_GRADIENT = OpDef("StopGradient", _identity_infer, _identity_kernel, gradient=_blocked,
+STOP_GRADIENT = OpDef("StopGradient", _identity_infer, _identity_kernel,
+                      gradient=not_differentiable,
                       lower=_lower_identity,
                       doc="identity in the forward pass; blocks gradients (they are None)")
 

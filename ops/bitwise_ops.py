@@ -19,6 +19,7 @@ from ..compiler.core.ir import Scalar as S
 from .builder import INTEGERS
 from .elementwise import apply_binary, apply_unary, binary_def, unary_def
 from .lower_util import lower_as
+from .registry import not_differentiable
 
 
 def _shift(fn):
@@ -35,22 +36,20 @@ def _shift(fn):
     return shifted
 
 
+_ND = not_differentiable   # integer ops: TensorFlow declares them not differentiable
 BITWISE_AND = binary_def("BitwiseAnd", np.bitwise_and, INTEGERS, commutative=True,
-                         doc="x & y, bit by bit",
-                         lower=lower_as(S.BITAND))
+                         doc="x & y, bit by bit", gradient=_ND, lower=lower_as(S.BITAND))
 BITWISE_OR = binary_def("BitwiseOr", np.bitwise_or, INTEGERS, commutative=True,
-                        doc="x | y, bit by bit",
-                        lower=lower_as(S.BITOR))
+                        doc="x | y, bit by bit", gradient=_ND, lower=lower_as(S.BITOR))
 BITWISE_XOR = binary_def("BitwiseXor", np.bitwise_xor, INTEGERS, commutative=True,
-                         doc="x ^ y, bit by bit",
-                         lower=lower_as(S.BITXOR))
+                         doc="x ^ y, bit by bit", gradient=_ND, lower=lower_as(S.BITXOR))
 LEFT_SHIFT = binary_def("LeftShift", _shift(np.left_shift), INTEGERS, doc="x << y",
-                        lower=lower_as(S.SHL))
+                        gradient=_ND, lower=lower_as(S.SHL))
 RIGHT_SHIFT = binary_def("RightShift", _shift(np.right_shift), INTEGERS,
-                         doc="x >> y (arithmetic for signed types)",
+                         doc="x >> y (arithmetic for signed types)", gradient=_ND,
                          lower=lower_as(S.SHR))
 INVERT = unary_def("Invert", np.invert, INTEGERS, doc="~x, every bit flipped",
-                   lower=lower_as(S.BITNOT))
+                   gradient=_ND, lower=lower_as(S.BITNOT))
 
 
 def bitwise_and(x, y, name: str | None = None) -> Tensor:

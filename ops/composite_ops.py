@@ -1,7 +1,7 @@
 """TensorFlow 1.x functions that are compositions of existing ops (no op types of their own).
 
 Owns: `atan`, `div_no_nan`, `norm`, `reduce_euclidean_norm`, `global_norm`, `clip_by_norm`,
-`clip_by_global_norm`, `cumsum`, and for `tf.nn`: `l2_normalize`, `moments`, `dropout`.
+`clip_by_global_norm`, `clip_by_average_norm`, `cumsum`, and for `tf.nn`: `l2_normalize`, `moments`, `dropout`.
 Each builds the graph TensorFlow's own Python function builds, so values, dtypes, shapes
 and gradients follow from the ops used (see each docstring for the formula).
 """
@@ -19,6 +19,7 @@ from .builder import graph_for, to_tensor
 from .fill_ops import ones_like, zeros_like
 from .fill_ops import range as range_
 from .gather_ops import gather
+from .indexed_slices import IndexedSlices
 from .join_ops import concat
 from .math_compare import greater, greater_equal, less, less_equal
 from .matmul_ops import matmul
@@ -26,6 +27,7 @@ from .pad_ops import pad
 from .random_ops import random_uniform
 from .reduction_ops import reduce_max, reduce_mean, reduce_sum
 from .shape_ops import shape as shape_of
+from .shape_ops import size as size_of
 from .slicing_ops import slice as slice_
 
 
@@ -81,9 +83,21 @@ def _two_axes(axis) -> bool:
     return isinstance(axis, (list, tuple)) and len(axis) == 2
 
 
+def _values(t) -> Tensor:
+    """The tensor itself, or an IndexedSlices' values (TensorFlow's clipping reads those)."""
+    return t.values if isinstance(t, IndexedSlices) else to_tensor(t)
+
+
+def _like(t, values):
+    """`values` in the form of `t`: an IndexedSlices with t's indices, or the tensor."""
+    return IndexedSlices(values, t.indices, t.dense_shape) if isinstance(t, IndexedSlices) \
+        else values
+
+
 def global_norm(t_list, name=None) -> Tensor:
-    """sqrt(sum of squares of every element of every tensor in `t_list`; None skipped)."""
-    tensors = [to_tensor(t) for t in t_list if t is not None]
+    """sqrt(sum of squares of every element of every tensor in `t_list`; None skipped; an
+    IndexedSlices counts its values, as in TensorFlow)."""
+    tensors = [_values(t) for t in t_list if t is not None]
     if not tensors:
         raise ValueError("global_norm: t_list holds no tensor.")
     with tensors[0].graph.name_scope(name or "global_norm"):
@@ -92,26 +106,38 @@ def global_norm(t_list, name=None) -> Tensor:
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
-    """t * clip_norm / max(l2norm(t, axes), clip_norm): unchanged when its norm is small."""
+    """t * clip_norm / max(l2norm(t, axes), clip_norm): unchanged when its norm is small (an
+    IndexedSlices: its values clipped by their norm, as in TensorFlow)."""
+    values = _values(t)
+    with values.graph.name_scope(name or "clip_by_norm"):
+        clip = mo.cast(clip_norm, values.dtype)
+        l2 = mo.sqrt(reduce_sum(mo.square(values), axis=axes, keepdims=True))
+        return _like(t, mo.truediv(mo.multiply(values, clip), mo.maximum(l2, clip)))
+
+
+def clip_by_average_norm(t, clip_norm, name=None) -> Tensor:
+    """t * clip_norm / max(l2norm(t) / size(t), clip_norm): t scaled so that its L2 norm
+    divided by its number of elements is at most clip_norm (TensorFlow 1.x)."""
     t = to_tensor(t)
-    with t.graph.name_scope(name or "clip_by_norm"):
+    with t.graph.name_scope(name or "clip_by_average_norm"):
         clip = mo.cast(clip_norm, t.dtype)
-        l2 = mo.sqrt(reduce_sum(mo.square(t), axis=axes, keepdims=True))
-        return mo.truediv(mo.multiply(t, clip), mo.maximum(l2, clip))
+        count = mo.cast(size_of(t), t.dtype)
+        inverse = mo.rsqrt(reduce_sum(mo.square(t)))
+        return mo.multiply(mo.multiply(t, clip), mo.minimum(mo.multiply(inverse, count),
+                                                            mo.reciprocal(clip)))
 
 
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     """(clipped list, global norm): every tensor scaled by clip_norm / max(global_norm,
-    clip_norm); None entries stay None."""
+    clip_norm); None entries stay None, IndexedSlices stay IndexedSlices (values scaled)."""
     t_list = list(t_list)
     present = [t for t in t_list if t is not None]
-    with to_tensor(present[0]).graph.name_scope(name or "clip_by_global_norm"):
+    with _values(present[0]).graph.name_scope(name or "clip_by_global_norm"):
         total = global_norm(present) if use_norm is None else to_tensor(use_norm)
         clip = mo.cast(clip_norm, total.dtype)
         scale = mo.truediv(clip, mo.maximum(total, clip))
-        clipped = [None if t is None else mo.multiply(to_tensor(t), mo.cast(scale,
-                                                                             to_tensor(t).dtype))
-                   for t in t_list]
+        clipped = [None if t is None else _like(t, mo.multiply(_values(t), mo.cast(
+            scale, _values(t).dtype))) for t in t_list]
         return clipped, total
 
 

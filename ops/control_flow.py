@@ -139,6 +139,7 @@ class WhileContext(ControlFlowContext):
         self.structure = None        # the user's loop_vars structure (for the body function)
         self.body_fn = None
         self.gradient_stacks = None  # built once, by the first gradient (while_gradient.py)
+        self.history = None          # a recorded loop's LoopHistory (ops/loop_history.py)
 
     def _capture(self, t: Tensor) -> Tensor:
         return self.enter(t, is_constant=True)

@@ -18,7 +18,7 @@ from ..compiler.core import ir
 from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 
 _STATIC_LIMIT = 4096  # elements: static evaluation is for shape arithmetic, not big data
 
@@ -47,7 +47,8 @@ def _lower_const(ctx, op, inputs):
     return [ctx.constant(value)]
 
 
-CONST = OpDef("Const", _const_infer, _const_kernel, traits={Trait.SOURCE}, lower=_lower_const)
+CONST = OpDef("Const", _const_infer, _const_kernel, traits={Trait.SOURCE},
+              gradient=not_differentiable, lower=_lower_const)
 
 
 def constant_from_array(arr: np.ndarray, name="Const", graph=None):

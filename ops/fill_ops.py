@@ -164,10 +164,6 @@ def _ones_like_kernel(ctx, inputs, attrs):
     return [np.ones(x.shape, dtype=x.dtype)]
 
 
-def _no_gradient(op, g):
-    return [None]  # the values do not depend on the input's values
-
-
 def _constant_like(value):
     def lower(ctx, op, inputs):
         require_real(op)
@@ -178,9 +174,11 @@ def _constant_like(value):
     return lower
 
 
-ZEROS_LIKE = OpDef("ZerosLike", _zeros_like_infer, _zeros_like_kernel, gradient=_no_gradient,
+# the values do not depend on the input's values: not differentiable, as in TensorFlow
+ZEROS_LIKE = OpDef("ZerosLike", _zeros_like_infer, _zeros_like_kernel,
+                   gradient=not_differentiable,
                    lower=_constant_like(0))
-ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel, gradient=_no_gradient,
+ONES_LIKE = OpDef("OnesLike", _ones_like_infer, _ones_like_kernel, gradient=not_differentiable,
                   lower=_constant_like(1))
 
 

@@ -5,8 +5,10 @@ Indices are checked when the graph runs, as TensorFlow's CPU kernels do: an inde
 range.  `axis` is a tensor input; a negative axis counts from the end of params.
 `boolean_mask` is a composition, as in TensorFlow: Reshape (the masked dimensions into one),
 Where (coordinates of the true elements), Squeeze and GatherV2.  A gather along the leading
-axis has a scatter-add (UnsortedSegmentSum) as its gradient; other gathers and GatherNd
-scatter back through `segment_ops.scatter_back`.
+axis has an IndexedSlices as its gradient (ops/indexed_slices.py: the output gradient's rows
+at the gathered rows, so an embedding table's gradient is never dense), or inside a cond or
+while loop a scatter-add (UnsortedSegmentSum); other gathers and GatherNd scatter back
+through `segment_ops.scatter_back`.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from ..compiler.core.graph import Tensor
 from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
-from . import (getitem_ops, join_ops, rearrange_ops, reduction_ops, reshape_ops, segment_ops,
-               select_ops, shape_ops)
+from . import (getitem_ops, indexed_slices, join_ops, rearrange_ops, reduction_ops, reshape_ops,
+               segment_ops, select_ops, shape_ops)
 from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import static_value
@@ -132,6 +134,10 @@ def _gather_grad(op, g):
     a, r = static_value(axis), params.shape.ndims
     leading = a is not None and (int(a) == 0 or (r is not None and int(a) + r == 0))
     if op.get_attr("batch_dims") == 0 and leading:
+        if op._cf_context is None:
+            return [indexed_slices.rows_gradient(params, indices, g), None, None]
+        # inside a cond or loop the gradient stays dense (compiler/gradients.py's loops
+        # and branches carry tensors)
         return [segment_ops.unsorted_segment_sum(g, indices, shape_ops.shape(params)[0]), None,
                 None]
     return segment_ops.scatter_back(op, g)

@@ -40,7 +40,7 @@ from .conversion import static_value
 from .elementwise import op_of
 from .lower_reduce import cast_node, compute_dtype
 from .lower_util import require_real
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 
 # --- elementwise gradient ops: TanhGrad, SigmoidGrad, ReluGrad --------------------------------
 
@@ -317,7 +317,7 @@ def _args_kernel(ctx, inputs, attrs):
 
 
 BROADCAST_GRADIENT_ARGS = OpDef(
-    "BroadcastGradientArgs", _args_infer, _args_kernel,
+    "BroadcastGradientArgs", _args_infer, _args_kernel, gradient=not_differentiable,
     doc="The axes to sum each input's gradient over when shapes s0 and s1 broadcast.")
 
 

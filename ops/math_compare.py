@@ -22,29 +22,28 @@ from . import math_unary
 from .builder import REALS, binary_operands, graph_for, make_op
 from .elementwise import apply_binary, binary_def
 from .lower_util import lower_as
+from .registry import not_differentiable
 
 _BOOL = _dtypes.bool_
 
+# comparisons and logic are not differentiable (TensorFlow's NotDifferentiable): bool outputs
+_ND = not_differentiable
 EQUAL = binary_def("Equal", np.equal, _dtypes.ALL_DTYPES, out=_BOOL, commutative=True,
-                   doc="x == y",
-                   lower=lower_as(S.EQ))
+                   doc="x == y", gradient=_ND, lower=lower_as(S.EQ))
 NOT_EQUAL = binary_def("NotEqual", np.not_equal, _dtypes.ALL_DTYPES, out=_BOOL,
-                       commutative=True, doc="x != y",
-                       lower=lower_as(S.NE))
-LESS = binary_def("Less", np.less, REALS, out=_BOOL, doc="x < y",
+                       commutative=True, doc="x != y", gradient=_ND, lower=lower_as(S.NE))
+LESS = binary_def("Less", np.less, REALS, out=_BOOL, doc="x < y", gradient=_ND,
                   lower=lower_as(S.LT))
 LESS_EQUAL = binary_def("LessEqual", np.less_equal, REALS, out=_BOOL, doc="x <= y",
-                        lower=lower_as(S.LE))
-GREATER = binary_def("Greater", np.greater, REALS, out=_BOOL, doc="x > y",
+                        gradient=_ND, lower=lower_as(S.LE))
+GREATER = binary_def("Greater", np.greater, REALS, out=_BOOL, doc="x > y", gradient=_ND,
                      lower=lower_as(S.GT))
 GREATER_EQUAL = binary_def("GreaterEqual", np.greater_equal, REALS, out=_BOOL, doc="x >= y",
-                           lower=lower_as(S.GE))
+                           gradient=_ND, lower=lower_as(S.GE))
 LOGICAL_AND = binary_def("LogicalAnd", np.logical_and, (_BOOL,), out=_BOOL, commutative=True,
-                         doc="x and y",
-                         lower=lower_as(S.AND))
+                         doc="x and y", gradient=_ND, lower=lower_as(S.AND))
 LOGICAL_OR = binary_def("LogicalOr", np.logical_or, (_BOOL,), out=_BOOL, commutative=True,
-                        doc="x or y",
-                        lower=lower_as(S.OR))
+                        doc="x or y", gradient=_ND, lower=lower_as(S.OR))
 
 
 def equal(x, y, name: str | None = None) -> Tensor:

@@ -34,6 +34,7 @@ from . import fill_ops, math_compare, select_ops
 from .builder import FLOAT_OR_COMPLEX, FLOATS, graph_for, make_op, to_tensor
 from .elementwise import apply_unary, unary_def
 from .lower_util import elementwise_lowering, lower_as
+from .registry import not_differentiable
 
 _BOOL = (_dtypes.bool_,)
 _SIGNED = (_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64, *FLOAT_OR_COMPLEX)
@@ -166,7 +167,7 @@ ROUND = unary_def("Round", _round, (*_SIGNED_REAL, *_dtypes.COMPLEX_DTYPES),
                   doc="nearest integer, half to even", gradient=_none,
                   lower=_ir(lambda dt, x: x if dt.is_integer else ir.make(S.ROUND, dt, (x,))))
 LOGICAL_NOT = unary_def("LogicalNot", np.logical_not, _BOOL, doc="not x",
-                        lower=lower_as(S.NOT))
+                        gradient=not_differentiable, lower=lower_as(S.NOT))
 IS_NAN = unary_def("IsNan", np.isnan, FLOATS, out=_to_bool, doc="x is NaN",
                    lower=lower_as(S.ISNAN))
 IS_INF = unary_def("IsInf", np.isinf, FLOATS, out=_to_bool, doc="x is +-inf",

@@ -16,7 +16,7 @@ from ..compiler.core import ir
 from . import lower_index as lx
 from .lower_util import require_real
 from .builder import INDEX_TYPES, graph_for, make_op, to_tensor
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 
 
 # --- lowerings to kernel IR ---------------------------------------------------------------------
@@ -64,9 +64,9 @@ def _shape_kernel(ctx, inputs, attrs):
 
 
 SHAPE = OpDef("Shape", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY},
-              lower=_lower_shape)
+              gradient=not_differentiable, lower=_lower_shape)
 SHAPE_N = OpDef("ShapeN", _shape_infer, _shape_kernel, traits={Trait.SHAPE_ONLY},
-                lower=_lower_shape)
+                gradient=not_differentiable, lower=_lower_shape)
 
 
 def shape(input, name=None, out_type=_dtypes.int32):
@@ -96,7 +96,7 @@ def _size_kernel(ctx, inputs, attrs):
 
 
 SIZE = OpDef("Size", _size_infer, _size_kernel, traits={Trait.SHAPE_ONLY},
-             lower=_lower_size)
+             gradient=not_differentiable, lower=_lower_size)
 
 
 def size(input, name=None, out_type=_dtypes.int32):
@@ -114,7 +114,7 @@ def _rank_kernel(ctx, inputs, attrs):
 
 
 RANK = OpDef("Rank", _rank_infer, _rank_kernel, traits={Trait.SHAPE_ONLY},
-             lower=_lower_rank)
+             gradient=not_differentiable, lower=_lower_rank)
 
 
 def rank(input, name=None):

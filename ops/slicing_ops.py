@@ -7,8 +7,8 @@ in TensorFlow; shape inference reads their values when known while building
 unknown otherwise.  The
 strided-slice rules themselves (masks, ellipsis, clamping) are in slice_spec.py, shared by
 inference and kernel, so the two cannot disagree.
-Slice's gradient pads the output gradient back; StridedSlice's scatters it back
-(segment_ops.scatter_back).  Both lower to index remaps.
+Slice's gradient pads the output gradient back; StridedSlice's writes it into zeros at
+the slice (a TensorStridedSliceUpdate).  Both lower to index remaps.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..compiler.core.ir_build import NotLowerable
 from ..compiler.core.ir_build import remap
 from ..compiler.core.shapes import TensorShape, unknown_shape
 from ..errors import InvalidArgumentError
-from . import join_ops, math_cast, pad_ops, segment_ops, shape_ops
+from . import fill_ops, join_ops, math_cast, pad_ops, shape_ops, slice_update_ops
 from . import lower_index as lx
 from .builder import INDEX_TYPES, check_dtype, graph_for, make_op, to_tensor
 from .conversion import first_tensor_dtype, static_value
@@ -163,8 +163,15 @@ def _slice_grad(op, g):
 
 
 def _strided_slice_grad(op, g):
-    """StridedSlice only picks elements of its input (see segment_ops.scatter_back)."""
-    return segment_ops.scatter_back(op, g)
+    """A strided slice picks each input element at most once, so its gradient is the
+    output gradient written into zeros at the slice: a TensorStridedSliceUpdate with the
+    same bounds and masks (it lowers, and writes only the slice's box once compiled)."""
+    x, begin, end, strides = op.inputs
+    masks = {k: op.get_attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                          "new_axis_mask", "shrink_axis_mask")}
+    d_x = slice_update_ops.tensor_strided_slice_update(fill_ops.zeros_like(x), begin, end,
+                                                       strides, g, **masks)
+    return [d_x, None, None, None]
 
 
 # --- lowerings ---------------------------------------------------------------------------------

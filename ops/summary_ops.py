@@ -21,7 +21,7 @@ from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
 from ..protos import HistogramProto, Summary, SummaryMetadata
 from .png_encode import encode_png
-from .registry import OpDef
+from .registry import OpDef, not_differentiable
 
 _SCALAR = TensorShape([])
 
@@ -56,6 +56,7 @@ def _scalar_kernel(ctx, inputs, attrs):
 
 
 SCALAR_SUMMARY = OpDef("ScalarSummary", _summary_infer, _scalar_kernel,
+                       gradient=not_differentiable,
                        doc="A Summary with one scalar value per element of `values`.")
 
 
@@ -104,6 +105,7 @@ def _histogram_kernel(ctx, inputs, attrs):
 
 
 HISTOGRAM_SUMMARY = OpDef("HistogramSummary", _summary_infer, _histogram_kernel,
+                          gradient=not_differentiable,
                           doc="A Summary with a histogram of `values`.")
 
 
@@ -156,6 +158,7 @@ def _image_kernel(ctx, inputs, attrs):
 
 
 IMAGE_SUMMARY = OpDef("ImageSummary", _image_infer, _image_kernel,
+                      gradient=not_differentiable,
                       doc="A Summary with up to `max_images` PNG images of a batch.")
 
 
@@ -173,6 +176,7 @@ def _tensor_kernel(ctx, inputs, attrs):
 
 
 TENSOR_SUMMARY = OpDef("TensorSummaryV2", _summary_infer, _tensor_kernel,
+                       gradient=not_differentiable,
                        doc="A Summary holding a whole tensor (text summaries use it).")
 
 
@@ -208,6 +212,7 @@ def _merge_kernel(ctx, inputs, attrs):
 
 
 MERGE_SUMMARY = OpDef("MergeSummary", _merge_infer, _merge_kernel,
+                      gradient=not_differentiable,
                       doc="One Summary holding the values of all the inputs.")
 
 OP_DEFS = [SCALAR_SUMMARY, HISTOGRAM_SUMMARY, IMAGE_SUMMARY, TENSOR_SUMMARY, MERGE_SUMMARY]

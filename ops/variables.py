@@ -23,7 +23,7 @@ from ..compiler.core.shapes import as_shape
 from ..errors import InvalidArgumentError
 from .builder import make_op, to_tensor
 from .lower_util import lower_as
-from .registry import OpDef, Trait
+from .registry import OpDef, Trait, not_differentiable
 from .variable_ref import VariableRef
 
 # --- ops ------------------------------------------------------------------------------------
@@ -155,12 +155,15 @@ def _lowering_of_update(kind):
     return lower
 
 
+# TensorFlow declares the assignments not differentiable: a gradient stops at them
 ASSIGN = OpDef("Assign", _assign_infer, _assign_kernel, traits={Trait.STATEFUL},
-               ref_inputs={0}, lower=_lower_assign)
+               ref_inputs={0}, gradient=not_differentiable, lower=_lower_assign)
 ASSIGN_ADD = OpDef("AssignAdd", _update_infer, _updater(np.add, "AssignAdd"),
-                   traits={Trait.STATEFUL}, ref_inputs={0}, lower=_lowering_of_update(S.ADD))
+                   traits={Trait.STATEFUL}, ref_inputs={0}, gradient=not_differentiable,
+                   lower=_lowering_of_update(S.ADD))
 ASSIGN_SUB = OpDef("AssignSub", _update_infer, _updater(np.subtract, "AssignSub"),
-                   traits={Trait.STATEFUL}, ref_inputs={0}, lower=_lowering_of_update(S.SUB))
+                   traits={Trait.STATEFUL}, ref_inputs={0}, gradient=not_differentiable,
+                   lower=_lowering_of_update(S.SUB))
 
 
 def _is_init_kernel(ctx, inputs, attrs):
@@ -235,8 +238,10 @@ class Variable:
             raise ValueError("initial_value must be specified for a Variable.")
         graph = initial_value.graph if isinstance(initial_value, Tensor) else \
             get_default_graph()
+        # built outside any cond branch or while loop (TensorFlow's init_scope): a cell's
+        # variables made while dynamic_rnn builds its loop body belong to the graph's top
         with graph.as_default(), graph.control_dependencies(None), \
-                graph.name_scope(name or "Variable") as scope:
+                graph._control_flow_context(None), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 initial_value = initial_value()
             if isinstance(initial_value, Tensor):

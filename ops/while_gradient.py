@@ -6,7 +6,10 @@ of its Exit values come in, the gradients of what entered it go out.  Here:
 1. *Stacks.*  The first gradient adds, inside the forward loop, one StackPushV2 per loop
    variable: each iteration pushes the values its body started from (the stacks are made
    fresh by every run).  The pushes are control inputs of the loop counter's
-   NextIteration, so the loop's final Exit values wait for every push.
+   NextIteration, so the loop's final Exit values wait for every push.  A loop built by
+   `recorded_while_loop` (ops/loop_history.py) already wrote those values into buffers,
+   row by row: the backward loop reads the rows instead, and no stack is added (the
+   loops stay free of stateful ops, so both compile whole).
 2. *The backward loop* runs the forward trip count (the hidden counter's Exit value) of
    iterations.  Each pops the values of the matching forward iteration, rebuilds the
    user's body on them (recomputation: the body function is called again inside the
@@ -73,15 +76,23 @@ def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
     """{tensor that entered `loop`: [its gradients]} from the gradients of the loop's Exit
     values (`exit_grads`, one per exit, None where none flows); `gradients` is the
     `tf.gradients` function that differentiates the recomputed body (passed in: the
-    compiler layer, which holds it, sits above ops)."""
+    compiler layer, which holds it, sits above ops).  A recorded loop
+    (ops/loop_history.py) gives each iteration's values from its buffers; any other loop
+    pushes them onto stacks."""
     from . import control_flow  # lazy: that module builds loops with this one's help
 
     if not loop.back_prop:
         return {}
     _check_recomputable(loop)
-    handles = _add_stacks(loop)
-    user_exits = loop.exits[1:]
-    variables = loop.body_inputs[1:]
+    history = loop.history
+    if history is None:
+        handles = _add_stacks(loop)
+        variables = loop.body_inputs[1:]
+        body_fn, structure = loop.body_fn, loop.structure
+    else:
+        variables = loop.body_inputs[1:1 + history.count]
+        body_fn, structure = history.body_fn, history.structure
+    user_exits = loop.exits[1:1 + len(variables)]
     float_vars = [j for j, v in enumerate(variables) if _floating(v)]
     captured = [(ext, inner) for ext, inner in loop.captured.items()
                 if _floating(ext) and ext.op.type != "StackV2"]
@@ -91,16 +102,22 @@ def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
     count = loop.exits[0]
     graph = loop.graph
 
-    def body(k, *carried):
-        grads, accs = carried[:len(float_vars)], carried[len(float_vars):]
+    def iteration_values(k):
+        """(the values forward iteration k-1 started with, the next counter value)."""
+        if history is not None:
+            return history.iteration_values(loop, k - 1), k - 1
         with graph.control_dependencies([k.op]):
             popped = [cf.stack_pop(h, v.dtype, TensorShape(v.shape.dims), name="grad_pop")
                       for h, v in zip(handles, variables)]
         with graph.control_dependencies([p.op for p in popped]):
-            k_next = k - 1
+            return popped, k - 1
+
+    def body(k, *carried):
+        grads, accs = carried[:len(float_vars)], carried[len(float_vars):]
+        popped, k_next = iteration_values(k)
         backward = graph._get_control_flow_context()
         produced = control_flow.flatten(control_flow._call(
-            loop.body_fn, control_flow.pack(loop.structure, popped)))
+            body_fn, control_flow.pack(structure, popped)))
         ys = [control_flow._as_leaf_tensor(produced[j], backward, dtype=variables[j].dtype)
               for j in float_vars]
         inner = [backward.captured.get(ext) for ext, _ in captured]
@@ -110,10 +127,14 @@ def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
                      for d, j in zip(dxs[:len(float_vars)], float_vars)]
         it = iter(dxs[len(float_vars):])
         new_accs = []
-        for acc, t in zip(accs, inner):
+        for position, (acc, t) in enumerate(zip(accs, inner)):
             d = next(it) if t is not None else None
+            if d is None:
+                no_gradient.add(position)
             new_accs.append(acc + d if d is not None else acc)
         return [k_next] + new_grads + new_accs
+
+    no_gradient: set = set()   # captured tensors the body's gradient does not reach
 
     loop_vars = [count] + grads0 + accs0
     invariants = [TensorShape([])] + [TensorShape(None)] * (len(grads0) + len(accs0))
@@ -125,6 +146,7 @@ def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
     results: dict = {}
     for j, g in zip(float_vars, out[1:1 + len(float_vars)]):
         results.setdefault(loop.enters[1 + j].op.inputs[0], []).append(g)
-    for (ext, _), g in zip(captured, out[1 + len(float_vars):]):
-        results.setdefault(ext, []).append(g)
+    for position, ((ext, _), g) in enumerate(zip(captured, out[1 + len(float_vars):])):
+        if position not in no_gradient:
+            results.setdefault(ext, []).append(g)
     return results

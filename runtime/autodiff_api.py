@@ -37,6 +37,7 @@ import numpy as np
 from ..compiler.gradients import gradients
 from ..compiler.np_array import NeedsStaticShapes, TracedArray, as_tensor, is_traced, wrap
 from ..compiler.np_module import traced_copy
+from ..ops import indexed_slices
 from ..ops.array_ops import zeros_like
 from ..ops.basic_ops import constant
 from .jit import JitFunction
@@ -140,7 +141,7 @@ def _gradient_body(fn, argnums: tuple, single: bool, has_aux: bool, with_value: 
             value, aux = out, None
         y = _value_tensor(value, who)
         flat = [t for xs in xs_per_arg for t in xs]
-        grads = gradients(y, flat, name="grad")
+        grads = [indexed_slices.dense(g) for g in gradients(y, flat, name="grad")]  # arrays
         grads = iter([wrap(g if g is not None else zeros_like(x))
                       for g, x in zip(grads, flat)])
         per_arg = tuple(_map_leaves(args[i], lambda _x, _p: next(grads), "")

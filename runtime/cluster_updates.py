@@ -1,8 +1,10 @@
 """Variable updates inside compiled clusters: a training step as one compiled function.
 
 A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd,
-AssignSub and TensorFlow's optimizer updates of imported graphs (ApplyGradientDescent,
-ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value of which variable), so
+AssignSub, the row scatters ScatterUpdate, ScatterAdd and ScatterSub of small variables (a
+sparse optimizer step, ops/variable_scatter_ops.py; `IN_PLACE_SCATTER_ELEMENTS`) and TensorFlow's optimizer updates of imported graphs
+(ApplyGradientDescent, ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value
+of which variable), so
 forward pass, backward pass and every optimizer update run as ONE compiled kernel, as XLA
 compiles resource-variable updates into its clusters. Inside the kernel an update is plain
 arithmetic: Assign yields its value, AssignAdd/AssignSub yield `old + delta` / `old - delta`
@@ -31,18 +33,31 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.training_ops import APPLY_ADAM, APPLY_GRADIENT_DESCENT, APPLY_MOMENTUM
+from ..ops.variable_scatter_ops import SCATTER_ADD, SCATTER_SUB, SCATTER_UPDATE
 from ..ops.variables import ASSIGN, ASSIGN_ADD, ASSIGN_SUB
 
 # the variable updates that may join a cluster: per op, (ref input, output) pairs, the
 # output being the new value of the variable behind the ref input
 WRITES = {ASSIGN: ((0, 0),), ASSIGN_ADD: ((0, 0),), ASSIGN_SUB: ((0, 0),),
           APPLY_GRADIENT_DESCENT: ((0, 0),), APPLY_MOMENTUM: ((0, 0), (1, 1)),
-          APPLY_ADAM: ((0, 0), (1, 1), (2, 2))}
+          APPLY_ADAM: ((0, 0), (1, 1), (2, 2)), SCATTER_UPDATE: ((0, 0),),
+          SCATTER_ADD: ((0, 0),), SCATTER_SUB: ((0, 0),)}
 UPDATE_OPS = frozenset(WRITES)
+
+
+# A row scatter into a variable of at least this many elements (or of unknown size) stays
+# out of clusters: a kernel writes the whole new value into a fresh array, while the op on its
+# own updates the rows in the stored array (ops/variable_ref.py, `writable_in_place`), so a
+# sparse step on an embedding table costs its rows, not a copy of the table.
+IN_PLACE_SCATTER_ELEMENTS = 1 << 16
+_ROW_SCATTERS = frozenset({SCATTER_UPDATE, SCATTER_ADD, SCATTER_SUB})
 
 
 def is_update(op) -> bool:
     """Whether `op` is a variable update that may join a cluster."""
+    if op.op_def in _ROW_SCATTERS:
+        size = op.inputs[0].shape.num_elements()
+        return size is not None and size < IN_PLACE_SCATTER_ELEMENTS
     return op.op_def in UPDATE_OPS
 
 

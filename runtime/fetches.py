@@ -2,7 +2,8 @@
 
 Owns `FetchStructure`, which flattens a nested fetch argument (tensors, operations, names,
 variables in lists, tuples, namedtuples and dicts) into unique graph elements and rebuilds
-the same structure from their values, and `convert_feed`, which checks a fed value against
+the same structure from their values (an IndexedSlices is fetched as its three tensors and
+comes back as an `IndexedSlicesValue`, as in TensorFlow), and `convert_feed`, which checks a fed value against
 the tensor it replaces (dtype kind and static shape) and converts it.
 """
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import Operation, Tensor
+from ..ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 
 
 class FetchStructure:
@@ -40,6 +42,9 @@ class FetchStructure:
     def _flatten(self, x):
         if x is None:
             raise TypeError("Fetch argument None has invalid type NoneType.")
+        if isinstance(x, IndexedSlices):   # before _leaf, which would make it dense
+            parts = [x.values, x.indices] + ([] if x.dense_shape is None else [x.dense_shape])
+            return ("slices", None, [self._flatten(p) for p in parts])
         if isinstance(x, dict):
             return ("dict", type(x), [(k, self._flatten(v)) for k, v in x.items()])
         if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -70,6 +75,9 @@ class FetchStructure:
             return out
         if kind == "namedtuple":
             return node[1](*[self._build(v, values) for v in node[2]])
+        if kind == "slices":
+            parts = [self._build(v, values) for v in node[2]]
+            return IndexedSlicesValue(*parts, *([None] * (3 - len(parts))))
         return node[1](self._build(v, values) for v in node[2])
 
 

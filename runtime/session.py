@@ -103,6 +103,10 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        with self._state.running_step():   # steps running at once: ops/variable_ref.py
+            return self._run(fetches, feed_dict, options, run_metadata)
+
+    def _run(self, fetches, feed_dict, options, run_metadata):
         structure, tensors, targets, fetch_key = self._fetch_structure(fetches)
         feeds = self._convert_feeds(feed_dict)
         # the same feeds in another order find another (equal) plan: no set per step

@@ -5,13 +5,16 @@ Owns `SessionState` (one per Session: the values of that session's variables and
 generator of each random op).  `VariableRef`, the value a variable op produces, is defined
 with the variable ops (ops/variable_ref.py) and re-exported here.
 
-Invariant: a stored variable value is never mutated in place; assignments replace the
-array (read-only, so a kernel bug that writes into one fails loudly), so every value handed
-out earlier stays a correct snapshot.
+Invariant: a stored variable value is never mutated while anything else can see it;
+assignments replace the array (read-only, so a kernel bug that writes into one fails loudly),
+so every value handed out earlier stays a correct snapshot.  (A row update of a large table
+writes in place when nothing else holds the array and no other step of the session is
+running: `VariableRef.writable_in_place`, which reads `steps_running`.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -27,6 +30,18 @@ class SessionState:
         self.lock = threading.RLock()
         self._generators: dict[str, np.random.Generator] = {}
         self._resources: dict = {}   # key -> resource object (queues): made on first use
+        self.steps_running = 0       # Session.run calls in progress (several threads may run)
+
+    @contextlib.contextmanager
+    def running_step(self):
+        """Count one step while it runs (`steps_running`)."""
+        with self.lock:
+            self.steps_running += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.steps_running -= 1
 
     def resource(self, key, make):
         """The session's resource under `key` (a queue), made by `make()` on first use."""

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import flowjit as tf
+from conv_compiled_group import CONV_INPUTS, conv_feeds, conv_ops
 from flowjit.ops.check_ops import ensure_non_empty
 from flowjit.ops.grad_ops import bias_add_grad, relu_grad, sigmoid_grad, tanh_grad
 from flowjit.ops.math_binary import add_v2
@@ -31,9 +32,9 @@ EXACT_FLOAT_OPS = frozenset("""
 Identity StopGradient ZerosLike OnesLike Abs Neg Sign Floor Ceil Round Relu Relu6 ReluGrad
 Maximum Minimum ClipByValue Select SelectV2 Max Min Cast Transpose ConjugateTranspose Reshape
 ExpandDims Squeeze
-Tile Pad PadV2 MirrorPad ReverseV2 Slice StridedSlice ConcatV2 Pack Unpack Split SplitV
+Tile Pad PadV2 MirrorPad ReverseV2 ReverseSequence Slice StridedSlice ConcatV2 Pack Unpack Split SplitV
 GatherV2 GatherNd OneHot BroadcastTo TensorScatterUpdate TensorStridedSliceUpdate Fill Sort
-EnsureNonEmpty Const
+EnsureNonEmpty Const MaxPool MaxPoolGradGrad MaxPoolWithArgmax
 """.split())
 
 
@@ -137,6 +138,11 @@ def _float_ops(dt):
         ("MirrorPad", lambda P: [tf.pad(P.w, [[1, 1], [0, 1]], mode="REFLECT"),
                                  tf.pad(P.w, [[2, 0], [1, 2]], mode="SYMMETRIC")]),
         ("ReverseV2", lambda P: [tf.reverse(P.x, [0]), tf.reverse(P.x, [0, 1])]),
+        ("ReverseSequence", lambda P: [   # lengths i mod (b + 1): 0 to the full length
+            tf.reverse_sequence(P.x, tf.range(tf.shape(P.x)[0]) % (tf.shape(P.x)[1] + 1),
+                                seq_axis=1),
+            tf.reverse_sequence(tf.transpose(P.x), tf.range(tf.shape(P.x)[0]) % (
+                tf.shape(P.x)[1] + 1), seq_axis=0, batch_axis=1)]),
         ("Slice", lambda P: [tf.slice(P.w, [1, 0], [-1, 2]), tf.slice(P.x, [0, 0], [-1, -1])]),
         ("StridedSlice", lambda P: [P.x[::2, ::-1], P.w[1:, -2], P.x[:, None, :3]]),
         ("ConcatV2", lambda P: [tf.concat([P.x, P.x * 2.0], 1), tf.concat([P.x, P.r], 0)]),
@@ -316,7 +322,8 @@ HEAVY = {"Sort", "ArgSort", "MatMul", "BatchMatMulV2", "Cholesky", "MatrixDeterm
 FLOAT64 = {"Identity", "Exp", "Log", "Tanh", "Sin", "Pow", "Cast", "Sum", "Max"}
 # Data movement: the index arithmetic of gathers, pads and slices (one group).
 MOVES = {"Transpose", "ConjugateTranspose", "Reshape", "ExpandDims", "Squeeze", "Tile", "Pad",
-         "PadV2", "MirrorPad", "ReverseV2", "Slice", "StridedSlice", "ConcatV2", "Pack",
+         "PadV2", "MirrorPad", "ReverseV2", "ReverseSequence", "Slice", "StridedSlice",
+         "ConcatV2", "Pack",
          "Unpack", "Split", "SplitV", "GatherV2", "GatherNd", "OneHot", "BroadcastTo",
          "TensorScatterUpdate", "TensorStridedSliceUpdate", "Fill", "Range", "Shape", "ShapeN", "Size", "Rank",
          "SumToShape", "EnsureNonEmpty"}
@@ -344,4 +351,11 @@ GROUPS = [
     # for many minutes in one cluster (FloorDiv/FloorMod checks, integer reductions, ...),
     # so they are not in CI yet
     Group("int_bool", INT_INPUTS, _pick(_int_ops(), INT_ONLY.__contains__), int_feeds),
+    # the convolutions (4-D inputs of their own): tests/conv_compiled_group.py
+    Group("conv", CONV_INPUTS, conv_ops(), conv_feeds),
 ]
+
+# pooling and normalization (4-D inputs of their own): tests/compiled_pool_norm_groups.py
+from compiled_pool_norm_groups import group as _pool_norm_group  # noqa: E402
+
+GROUPS.append(_pool_norm_group(Group))

@@ -139,6 +139,26 @@ CASES = {
     "BiasAdd": _c(GradCase("NHWC", tf.nn.bias_add, [_u(2, 2, 3), _u(3)]),
                   GradCase("NCHW", lambda v, b: tf.nn.bias_add(v, b, data_format="NCHW"),
                            [_u(2, 3, 2), _u(3)])),
+    # convolutions (ops/conv_ops.py, conv_grad_ops.py): the backprop ops' cases check the
+    # second derivatives of a convolution
+    "Conv2D": _c(GradCase("SAME stride 2", lambda x, w: tf.nn.conv2d(x, w, 2, "SAME"),
+                          [_u(2, 5, 4, 2), _u(3, 2, 2, 3)]),
+                 GradCase("NCHW explicit dilated", lambda x, w: tf.nn.conv2d(
+                     x, w, 1, [[0, 0], [0, 0], [1, 0], [2, 1]], data_format="NCHW",
+                     dilations=2), [_u(1, 2, 5, 4), _u(2, 2, 2, 2)])),
+    "Conv2DBackpropInput": _one("VALID stride 2", lambda w, dy: tf.nn.conv2d_backprop_input(
+        [2, 5, 6, 2], w, dy, 2, "VALID"), _u(3, 2, 2, 3), _u(2, 2, 3, 3)),
+    "Conv2DBackpropFilter": _one("SAME dilated", lambda x, dy: tf.nn.conv2d_backprop_filter(
+        x, [2, 3, 2, 3], dy, 1, "SAME", dilations=2), _u(2, 4, 4, 2), _u(2, 4, 4, 3)),
+    "DepthwiseConv2dNative": _one("SAME stride 2, multiplier 2", lambda x, w: tf.nn.
+                                  depthwise_conv2d_native(x, w, 2, "SAME"),
+                                  _u(2, 5, 4, 2), _u(3, 2, 2, 2)),
+    "DepthwiseConv2dNativeBackpropInput": _one(
+        "VALID", lambda w, dy: tf.nn.depthwise_conv2d_native_backprop_input(
+            [1, 5, 4, 2], w, dy, 1, "VALID"), _u(2, 3, 2, 2), _u(1, 4, 2, 4)),
+    "DepthwiseConv2dNativeBackpropFilter": _one(
+        "SAME stride 2", lambda x, dy: tf.nn.depthwise_conv2d_native_backprop_filter(
+            x, [3, 3, 2, 1], dy, 2, "SAME"), _u(2, 5, 5, 2), _u(2, 3, 3, 2)),
     "Softmax": _one("last axis", tf.nn.softmax, _u(2, 4)),
     "LogSoftmax": _one("last axis", tf.nn.log_softmax, _u(2, 4)),
     "L2Loss": _one("matrix", tf.nn.l2_loss, _u(2, 3)),
@@ -169,6 +189,11 @@ CASES = {
     "ConjugateTranspose": _one("of reals", lambda x: make_op(
         CONJUGATE_TRANSPOSE, [x, tf.constant([1, 2, 0])], {}).outputs[0], _u(2, 3, 2)),
     "ReverseV2": _one("axis 1", lambda x: tf.reverse_v2(x, [1]), _u(2, 3)),
+    "ReverseSequence": _c(
+        GradCase("batch 0, seq 1", lambda x: tf.reverse_sequence(x, [3, 0, 1], seq_axis=1),
+                 [_u(3, 4)]),
+        GradCase("time-major, depth", lambda x: tf.reverse_sequence(
+            x, np.array([2, 4], np.int64), seq_axis=0, batch_axis=1), [_u(4, 2, 2)])),
     "BroadcastTo": _c(GradCase("vector", lambda x: tf.broadcast_to(x, [2, 3]), [_u(3)]),
                       GradCase("column", lambda x: tf.broadcast_to(x, [2, 2, 3]), [_u(2, 1)])),
     "Tile": _one("2x1 of 2x3", lambda x: tf.tile(x, [2, 2]), _u(2, 3)),
@@ -204,8 +229,6 @@ CASES = {
     "UnsortedSegmentSum": _one("dropped and repeated", lambda d: tf.unsorted_segment_sum(
         d, [1, -1, 1, 0], 3), _u(4, 2)),
     "Fill": _one("scalar value", lambda v: tf.fill([2, 3], v), np.array(0.5)),
-    "ZerosLike": _one("zeros", lambda x: tf.zeros_like(x, optimize=False) + x, _u(2, 3)),
-    "OnesLike": _one("ones", lambda x: tf.ones_like(x, optimize=False) * x, _u(2, 3)),
     "Sort": _one("rows of distinct values, sorted along axis 0", lambda x: tf.sort(
         x, axis=0), _RNG.permutation(12).reshape(4, 3) / 7.0 - 0.8),
     "MatrixInverse": _one("batch of two", tf.linalg.inv, _u(2, 3, 3) + 2 * np.eye(3)),
@@ -216,3 +239,8 @@ CASES = {
     "Cholesky": _one("symmetrized", lambda a: tf.linalg.cholesky(
         (a + tf.linalg.transpose(a)) * 0.5), _u(3, 3) * 0.3 + 2 * np.eye(3)),
 }
+
+# the pooling and normalization ops' cases live in their own module
+from pool_norm_gradient_cases import cases as _pool_norm_cases  # noqa: E402
+
+CASES.update(_pool_norm_cases(GradCase))

@@ -1,15 +1,20 @@
 """Ops TensorFlow declares not differentiable stop `tf.gradients` instead of failing, as in
-TensorFlow (random numbers, one-hot encodings, ranges, decoded bytes); TF 1.x's `arg_max` and
-`arg_min` names.  Issue 30 (the VAE that failed with "No gradient defined for operation
+TensorFlow (random numbers, one-hot encodings, ranges, decoded bytes, comparisons, shape
+ops, assignments: exactly TensorFlow's recorded set); TF 1.x's `arg_max` and `arg_min`
+names.  Issue 30 (the VAE that failed with "No gradient defined for operation
 'epsilon/RandomStandardNormal'")."""
+
+import json
+import os
 
 import numpy as np
 import pytest
 
 import flowjit as tf
-from flowjit.ops import registry
+from flowjit.ops import registry, training_ops
 
 CONFIG = tf.ConfigProto(jit="never")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 
 def test_the_reparameterization_trick_differentiates_through_the_mean_and_scale():
@@ -65,19 +70,29 @@ def test_a_path_only_through_a_not_differentiable_op_gets_none(build):
             g, {x: np.ones(3, np.float32)}), [2.0, 2.0, 2.0])
 
 
-def test_the_declared_set_is_tensorflows_for_these_ops():
+def test_the_declared_set_is_tensorflows():
+    """Every registered op TensorFlow declares not differentiable (its `NotDifferentiable`,
+    recorded in fixtures/tf1_api.json by fixtures/record_tf1_api.py) is declared so here,
+    and no other."""
+    recorded = json.load(open(os.path.join(FIXTURES, "tf1_api.json")))["not_differentiable"]
+    registered = {d.name for d in registry.all_op_defs()}
     declared = sorted(d.name for d in registry.all_op_defs()
                       if d.gradient is registry.not_differentiable)
-    assert declared == ["DecodeRaw", "Multinomial", "OneHot", "RandomShuffle",
-                        "RandomStandardNormal", "RandomUniform", "Range", "TruncatedNormal"]
+    assert declared == sorted(registered & set(recorded))
+    assert {"Assign", "Equal", "Shape", "ZerosLike", "StopGradient", "RandomUniform",
+            "ScatterAdd"} <= set(declared)
 
 
 def test_an_op_without_a_gradient_on_the_path_is_still_an_error():
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float64, [2], name="x")
         v = tf.Variable(np.zeros(2), name="v")
-        with pytest.raises(LookupError, match="No gradient defined .*Assign"):
-            tf.gradients(tf.assign(v, x * 2.0), x)
+        # TensorFlow registers no gradient for ApplyGradientDescent either: LookupError
+        with pytest.raises(LookupError, match="No gradient defined .*ApplyGradientDescent"):
+            tf.gradients(training_ops.apply_gradient_descent(v, 0.5, x * 2.0), x)
+        (g,) = tf.gradients(tf.assign(v, x * 2.0) + x, x)   # Assign: the path stops there
+        np.testing.assert_array_equal(tf.Session(config=CONFIG).run(
+            g, {x: np.ones(2)}), [1.0, 1.0])
 
 
 def test_arg_max_and_arg_min_are_tensorflow_1_names():
@@ -91,3 +106,21 @@ def test_arg_max_and_arg_min_are_tensorflow_1_names():
     np.testing.assert_array_equal(out[1], values.argmin(0))
     assert out[2].dtype == np.int32 and list(out[2]) == list(values.argmax(0))
     assert out[0].dtype == np.int64
+
+
+def test_stop_gradient_stops_inside_loops_branches_and_jit_gradients():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [], name="x")
+        _, looped = tf.while_loop(lambda i, acc: i < 3,
+                                  lambda i, acc: (i + 1, acc + x * tf.stop_gradient(x)),
+                                  [tf.constant(0), tf.constant(0.0, tf.float64)])
+        branched = tf.cond(x > 0.0, lambda: tf.stop_gradient(x * x) + x, lambda: x * x)
+        g_loop, g_branch = tf.gradients([looped], x) + tf.gradients([branched], x)
+        with tf.Session(config=CONFIG) as sess:
+            got = sess.run([g_loop, g_branch], {x: 2.0})
+    np.testing.assert_allclose(got, [3 * 2.0, 1.0])   # d/dx of 3 * x * c and c + x
+
+    def f(a):
+        return tf.reduce_sum(a * tf.stop_gradient(a))
+
+    np.testing.assert_allclose(tf.grad(tf.jit(f))(np.array([1.0, -2.0])), [1.0, -2.0])

@@ -26,7 +26,8 @@ OPS = pathlib.Path(flowjit.ops.__file__).parent
 FIELDS = [f.name for f in dataclasses.fields(OpDef)]
 # Shared builders: imported by name from any op module, so they import no op module.
 HELPERS = {"builder", "conversion", "elementwise", "lower_index", "lower_reduce", "lower_util",
-           "registry", "slice_spec", "variable_ref", "array_common"}
+           "lower_window", "lower_conv", "registry", "slice_spec", "variable_ref",
+           "array_common"}
 # Gathering modules re-export other modules' names; only the layers above import them.
 GATHERING = {"__init__", "api", "array_ops", "math_ops", "nn_ops"}
 

@@ -105,6 +105,8 @@ def test_embedding_lookup_max_norm_and_gradient_into_a_variable():
         loss = tf.reduce_sum(tf.nn.embedding_lookup(params, ids) *
                              tf.constant([1.0, 2.0], tf.float64))
         (grad,) = tf.gradients(loss, params)
+        assert isinstance(grad, tf.IndexedSlices)   # the rows looked up, not the table
+        grad = tf.convert_to_tensor(grad)
         with tf.Session(config=JIT) as sess:
             sess.run(tf.global_variables_initializer())
             got_clipped, got_grad = sess.run([clipped, grad])

@@ -53,10 +53,11 @@ EXACT = {
     "ClipByValue", "ConcatV2", "Const", "EnsureNonEmpty", "ExpandDims", "Fill", "Floor",
     "GatherNd", "GatherV2", "Identity", "Max", "Maximum", "Min", "Minimum", "MirrorPad", "Neg",
     "OneHot", "OnesLike", "Pack", "Pad", "PadV2", "Relu", "Relu6", "ReluGrad", "Reshape",
-    "ReverseV2", "Round", "Select", "SelectV2", "Sign", "Slice", "Sort", "Split", "SplitV",
+    "ReverseV2", "ReverseSequence", "Round", "ScatterUpdate", "Select", "SelectV2", "Sign", "Slice", "Sort", "Split", "SplitV",
     "Squeeze",
     "StopGradient", "StridedSlice", "TensorScatterUpdate", "TensorStridedSliceUpdate", "Tile", "Transpose", "Unpack",
     "ZerosLike",
+    "MaxPool", "MaxPoolGradGrad", "MaxPoolWithArgmax",   # a window's maximum, reads at it
 }
 
 
@@ -113,6 +114,22 @@ def _optimizer_case(kind: str) -> OpCase:
 EXTRA_CASES = {k: [_variable_case(k)] for k in ("Assign", "AssignAdd", "AssignSub", "Const",
                                                "NoOp", "ApplyGradientDescent")}
 EXTRA_CASES.update({k: [_optimizer_case(k)] for k in ("ApplyMomentum", "ApplyAdam")})
+
+
+def _scatter_case(scatter) -> OpCase:
+    """A variable's rows updated by computed rows, row 3 twice (ops/variable_scatter_ops.py:
+    the samples feed the updates, and an update of a fed value stays out of clusters)."""
+    def build():
+        v = tf.Variable(np.arange(12.0).reshape(4, 3), name="v")
+        u = tf.placeholder(tf.float64, [3, 3], name="u")
+        return [scatter(v, tf.constant([3, 0, 3]), u * 2.0 - 1.0)]
+
+    return OpCase(build, {"u": np.linspace(-2.0, 2.0, 9).reshape(3, 3)}, None)
+
+
+EXTRA_CASES.update({"ScatterUpdate": [_scatter_case(tf.scatter_update)],
+                    "ScatterAdd": [_scatter_case(tf.scatter_add)],
+                    "ScatterSub": [_scatter_case(tf.scatter_sub)]})
 # scatters compile for row indices of shape [k, 1]; the samples draw few of them
 EXTRA_CASES["TensorScatterUpdate"] = [OpCase(
     lambda: [tf.tensor_scatter_nd_update(

@@ -37,6 +37,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     VARIABLES = GLOBAL_VARIABLES
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MODEL_VARIABLES = "model_variables"
     UPDATE_OPS = "update_ops"

@@ -234,7 +234,9 @@ class Node:
       RESHAPE: inputs = (x,)   (a view of x, which must be materialized C-contiguous)
       SCATTER: inputs = (base, rows, updates): base with base[rows[r]] = updates[r] for
                r in order (the last write of a row wins); rows is 1-D integer, updates has
-               shape [len(rows)] + base.shape[1:]; a row out of range fails the kernel
+               shape [len(rows)] + base.shape[1:]; a row out of range fails the kernel;
+               attr = None, or Combiner.ADD: base[rows[r]] += updates[r] (repeated rows
+               add up)
       LIBCALL: inputs = the routine's operands (materialized), attr = Routine; a singular
                or not positive-definite matrix fails the kernel (np.linalg.LinAlgError)
       WHILE:   inputs = initial values of the loop variables, then the captured values
@@ -308,9 +310,13 @@ def reshape(x: Node, shape) -> Node:
     return _node(NodeKind.RESHAPE, x.dtype, shape, inputs=(x,))
 
 
-def scatter_rows(base: Node, rows: Node, updates: Node) -> Node:
-    """base with its rows rows[r] replaced by updates[r], in order (see Node)."""
-    return _node(NodeKind.SCATTER, base.dtype, base.shape, inputs=(base, rows, updates))
+def scatter_rows(base: Node, rows: Node, updates: Node, combine: Combiner | None = None) -> Node:
+    """base with its rows rows[r] replaced by updates[r], in order, or with updates[r] added
+    to them (`combine=Combiner.ADD`; see Node)."""
+    if combine not in (None, Combiner.ADD):
+        raise ValueError(f"a SCATTER replaces rows or adds to them, not {combine}")
+    return _node(NodeKind.SCATTER, base.dtype, base.shape, inputs=(base, rows, updates),
+                 attr=combine)
 
 
 def libcall(routine: Routine, inputs, dtype, shape) -> Node:

@@ -75,7 +75,8 @@ def node_text(n: Node) -> str:
                 f"{n.inputs[1].name}{'.T' if tb else ''})")
     if n.kind is NodeKind.SCATTER:
         base, rows, updates = (x.name for x in n.inputs)
-        return f"{head} = scatter_rows({base}, rows={rows}, updates={updates})"
+        verb = "scatter_add_rows" if n.attr is not None else "scatter_rows"
+        return f"{head} = {verb}({base}, rows={rows}, updates={updates})"
     if n.kind is NodeKind.LIBCALL:
         return f"{head} = {n.attr.value}({', '.join(x.name for x in n.inputs)})"
     if n.kind is NodeKind.WHILE:

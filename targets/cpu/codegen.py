@@ -123,10 +123,15 @@ class Generator:
         return Emitter(self, loop_vars, unsigned_index)
 
     def size(self, e):
-        """The loop-IR value of size expression `e` (its statements go to the prologue)."""
+        """The loop-IR value of size expression `e`: its statements go to the prologue, or,
+        when it loads a value the kernel computes (a Fill's dims built in the cluster),
+        before the code of the loop nest being generated."""
         em = Emitter(self, ())
         value = em.value(e)
-        self._prologue.extend(em.take(0))
+        computed = any(x.op is Scalar.LOAD and x.attr.kind is not NodeKind.INPUT
+                       for x in ir.walk(e))
+        sink = getattr(self, "_size_sink", None)
+        (sink if computed and sink is not None else self._prologue).extend(em.take(0))
         return value
 
     def size_text(self, e) -> str:
@@ -167,7 +172,10 @@ class Generator:
                                     f"{self.absorbed[id(group.members[0])]}"))
                 continue
             body.append(Comment(f"loop nest {gi}: {', '.join(m.name for m in group.members)}"))
-            body.extend(self.group_code(group))
+            self._size_sink = []
+            code = self.group_code(group)
+            body.extend(self._size_sink + code)
+            self._size_sink = None
             body.extend(self.ready_checks(data_checks))
         if data_checks:
             raise NotImplementedError(f"check {data_checks[0][1]!r} reads values no loop "

@@ -1,7 +1,8 @@
-"""Code for a SCATTER node: `out = base` with rows `rows[r]` replaced by `updates[r]`.
+"""Code for a SCATTER node: `out = base` with rows `rows[r]` replaced by `updates[r]` (or,
+with `Combiner.ADD`, with `updates[r]` added to them).
 
-The rows are written in order (the last write of a repeated row wins), one plain loop over
-the row's elements each; the rows were checked to be in range before this loop nest runs
+The rows are written in order (the last write of a repeated row wins; added rows add up),
+one plain loop over the row's elements each; the rows were checked to be in range before this loop nest runs
 (ops/scatter_ops.py).  With enough work, the rows are first checked to be distinct (a
 bitmap of the base's rows) and, when they are, written by all threads (an embedding
 update `table[ids] -= lr * g` of 8192 rows of 64 floats: the ordered copy was the longest
@@ -12,8 +13,9 @@ otherwise `base` is copied into a new buffer first.
 
 from __future__ import annotations
 
-from ...compiler.loop_ir import (Dim, If, IndexOpKind, Int, Let, Load, Loop, LoopKind, Store,
-                                 Var, Verbatim, index_op)
+from ...compiler.core.ir import Combiner, Scalar
+from ...compiler.loop_ir import (Dim, If, IndexOpKind, Int, Let, Load, Loop, LoopKind,
+                                 ScalarOp, Store, Var, Verbatim, index_op)
 
 BITMAP_ROWS_PER_UPDATE = 32  # the distinct-rows check marks rows in a bitmap of the base's
                              # rows: only when that is at most this many bytes per update row
@@ -39,7 +41,11 @@ def scatter_lines(gen, node) -> list:
 
     def copy(kind: LoopKind) -> list:
         js = tuple(Var(f"j{k}") for k in range(len(rest)))
-        inner = [Store(out, (Var("row"),) + js, Load(upd, (Var("r"),) + js))]
+        value = Load(upd, (Var("r"),) + js)
+        if node.attr is Combiner.ADD:
+            value = ScalarOp(Scalar.ADD, node.dtype, (Load(out, (Var("row"),) + js), value),
+                             (node.dtype, node.dtype))
+        inner = [Store(out, (Var("row"),) + js, value)]
         for k in reversed(range(len(rest))):
             inner = [Loop(LoopKind.SERIAL, f"j{k}", Int(0), rest[k], tuple(inner))]
         return [Loop(kind, "r", Int(0), count,
@@ -47,7 +53,8 @@ def scatter_lines(gen, node) -> list:
 
     def parallel() -> list:
         # Rows written by several threads must be distinct (a repeated row's last write
-        # wins, which only the ordered loop keeps): marked in a bitmap first.
+        # wins, or its updates add up, which only the ordered loop keeps): marked in a
+        # bitmap first.
         seen, distinct = gen.names.fresh("seen"), gen.names.fresh("distinct")
         check = Verbatim((
             f"{distinct} = {out}.shape[0] <= {BITMAP_ROWS_PER_UPDATE} * "

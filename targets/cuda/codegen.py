@@ -279,7 +279,7 @@ def _scatter(mod: Module, k: int, node) -> None:
     base, rows, updates = node.inputs
     name = f"_g{k}_scatter"
     out = mod.buffer(node)
-    mod.add_text(name, library_text.scatter_kernel(name),
+    mod.add_text(name, library_text.scatter_kernel(name, add=node.attr is not None),
                  [array_type(node.dtype), array_type(rows.dtype), array_type(node.dtype)]
                  + ["int64"] * 3 + ["int32[::1]"])
     h = mod.host

@@ -8,8 +8,8 @@ ordered row scatter and the shared-memory transpose (docs/architecture.md, "The 
   by the block's thread rows so neighbouring threads read neighbouring shared words.
   Batches are the grid's z axis; an operand with one batch serves all of them.
 - `scatter_kernel`: out[rows[r]] = updates[r] for r in order: one thread per column of a
-  row, each walking the rows in order, so the last write of a repeated row wins exactly as
-  on the CPU; a row out of range sets an error flag the host turns into ValueError.
+  row, each walking the rows in order, so the last write of a repeated row wins (or, adding,
+  repeated rows add up) exactly as on the CPU; a row out of range sets an error flag the host turns into ValueError.
 - `transpose_kernel`: the last two axes of a tensor swapped through a shared-memory tile
   (TS x TS+1 to dodge bank conflicts): reads and writes are both along rows.
 """
@@ -88,7 +88,8 @@ def matmul_threads(launch) -> int:
     return side * side
 
 
-def scatter_kernel(name: str) -> str:
+def scatter_kernel(name: str, add: bool = False) -> str:
+    write = "+=" if add else "="   # one thread per column walks the rows in order
     return f'''
 @cuda.jit
 def {name}(out, rows, updates, n_rows, n_base, row_size, error):
@@ -100,7 +101,7 @@ def {name}(out, rows, updates, n_rows, n_base, row_size, error):
             if row < 0 or row >= n_base:
                 error[0] = 1
             else:
-                out[row * row_size + c] = updates[r * row_size + c]
+                out[row * row_size + c] {write} updates[r * row_size + c]
         c += step
 '''
 

@@ -11,7 +11,8 @@ is computed whole, in program order (producers first), into its own array:
   axes, accumulating in the body's dtype and cast to the node's, as the CPU does; ARGMAX and
   ARGMIN keep the first extreme, skipping NaNs (all NaN or nothing: index 0);
 - MATMUL: `np.matmul` (operands transposed by the node's flags); RESHAPE: a reshape;
-  SCATTER: a copy of the base with rows replaced in order (the last write of a row wins);
+  SCATTER: a copy of the base with rows replaced in order (the last write of a row wins),
+  or with the rows added (`np.add.at`: repeated rows add up);
   LIBCALL: np.sort / argsort (stable) / np.linalg (singular: np.linalg.LinAlgError);
   WHILE: its condition and body sub-programs run by `run` itself, iteration after
   iteration (the loop variables as the arguments); WHILE_OUT: one of the final values.
@@ -256,6 +257,9 @@ def _scatter(node: ir.Node, values: dict) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.int64).reshape(-1)
     if rows.size and (rows.min() < 0 or rows.max() >= base.shape[0]):
         raise IRIndexError(f"{node.name}: a scattered row is outside [0, {base.shape[0]})")
+    if node.attr is ir.Combiner.ADD:   # repeated rows add up
+        np.add.at(out, rows, updates)
+        return out
     if rows.size:
         # the last write of a repeated row wins: keep each row's last occurrence
         _, last_in_reversed = np.unique(rows[::-1], return_index=True)

@@ -15,7 +15,8 @@ import importlib
 from hypothesis import HealthCheck, Phase, given, settings
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
-                "random", "linalg", "control", "queues", "readers", "tf_graph", "summary")
+                "random", "linalg", "control", "queues", "readers", "tf_graph", "summary",
+                "sparse", "conv", "pool_norm", "sequence")
 
 
 def areas():
