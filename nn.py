@@ -4,8 +4,9 @@ from .ops.nn_ops import *  # noqa: F401,F403
 from .ops.composite_ops import dropout, l2_normalize, moments  # noqa: F401,E402
 from .ops.selection_ops import embedding_lookup, in_top_k  # noqa: F401,E402
 from .ops.sort_ops import top_k  # noqa: F401,E402
-from .ops.conv_api import (atrous_conv2d, conv1d, conv2d_transpose, convolution,  # noqa: F401,E402
-                           depthwise_conv2d, separable_conv2d)
+from .ops.conv_api import (atrous_conv2d, conv1d, conv1d_transpose,  # noqa: F401,E402
+                           conv2d_transpose, convolution, depthwise_conv2d,
+                           separable_conv2d)
 from .ops.conv_grad_ops import (conv2d_backprop_filter, conv2d_backprop_input,  # noqa: F401,E402
                                 depthwise_conv2d_native_backprop_filter,
                                 depthwise_conv2d_native_backprop_input)

@@ -1,6 +1,6 @@
 """`flowjit.train`: TensorFlow 1.x's `tf.train` namespace.
 
-Kept small: it re-exports what lives elsewhere (optimizers from `optimizers.py`, `Saver` and
+Kept small: it re-exports what lives elsewhere (optimizers from `optimizers/`, `Saver` and
 `latest_checkpoint` from `runtime/checkpoint.py`, the queue runners and batching from
 `runtime/queue_runner.py`) and holds only thin glue: `write_graph` and
 the global-step helpers (an int64 variable named "global_step" in the GLOBAL_STEP collection).

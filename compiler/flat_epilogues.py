@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 
 from .core import ir
+from .equal_dims import SizeClasses
 from .core.ir import NodeKind, Scalar
 
 
@@ -42,12 +43,14 @@ def flatten_product_epilogues(program: ir.Program) -> ir.Program:
             readers[p] += 1
     for o in program.outputs:
         readers[id(o)] += 1
+    sizes = SizeClasses(program)
     new: dict = {}       # id(old node) -> its replacement
     single: set = set()  # ids of 2-D nodes made here with exactly one reader
     changed = False
     for n in nodes:
         rebuilt = _rebuild(n, new)
-        flat = _flat(rebuilt, single) if rebuilt.kind is NodeKind.COMPUTE else None
+        flat = _flat(rebuilt, single, sizes) if rebuilt.kind is NodeKind.COMPUTE \
+            else None
         if flat is None:
             new[id(n)] = rebuilt
             continue
@@ -63,7 +66,7 @@ def flatten_product_epilogues(program: ir.Program) -> ir.Program:
                       program.donated)
 
 
-def _flat(node: ir.Node, single: set):
+def _flat(node: ir.Node, single: set, sizes: SizeClasses):
     """The 2-D form of COMPUTE `node` (module docstring), or None."""
     rank = len(node.shape)
     if rank < 3:
@@ -73,7 +76,7 @@ def _flat(node: ir.Node, single: set):
     for e in ir.walk(node.body):
         if e.op is not Scalar.LOAD:
             continue
-        x = _viewed_product(e, node, single)
+        x = _viewed_product(e, node, single, sizes)
         if x is not None:
             if source is not None and tuple(x.shape) != tuple(source.shape):
                 return None
@@ -92,15 +95,18 @@ def _flat(node: ir.Node, single: set):
     return ir.compute(node.dtype, source.shape, ir.axis_vars(2), body)
 
 
-def _viewed_product(load, node: ir.Node, single: set):
+def _viewed_product(load, node: ir.Node, single: set, sizes: SizeClasses):
     """The 2-D node X when `load` reads `reshape(X, node.shape)` at node's own index and X
-    may be read in its own shape (a MATMUL, or a single-reader node of this pass)."""
+    may be read in its own shape (a MATMUL, or a single-reader node of this pass).  Sizes
+    the program's checks prove equal count as equal (a bias add's shape may be spelled
+    with the bias's length)."""
     view = load.attr
     if view.kind is not NodeKind.RESHAPE or tuple(load.args) != tuple(node.axes):
         return None
     x = view.inputs[0]
-    if len(x.shape) != 2 or x.shape[1] is not node.shape[-1] or \
-            tuple(view.shape) != tuple(node.shape) or x.dtype is not view.dtype:
+    if len(x.shape) != 2 or not sizes.same(x.shape[1], view.shape[-1]) or \
+            not sizes.same_shape(tuple(view.shape), tuple(node.shape)) or \
+            x.dtype is not view.dtype:
         return None
     if x.kind is NodeKind.MATMUL or id(x) in single:
         return x

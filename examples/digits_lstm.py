@@ -11,11 +11,11 @@ softmax layer classifies its last output:
 trained with Adam (learning rate 0.01) on the sparse categorical cross entropy in shuffled
 batches of 32.  `unroll=True` writes the 8 steps out in the graph, so the whole training
 step (forward, backward through time, Adam) is one flowjit cluster; `unroll=False` runs
-the recurrence as a `tf.while_loop`.  Seeds are fixed (`keras.utils.set_random_seed`), so
+the recurrence as `tf.nn.dynamic_rnn`'s while loop.  Seeds are fixed (`keras.utils.set_random_seed`), so
 every run gives the same numbers.
 
-Measured test accuracy (360 test images): 97.2% after 15 epochs (the default);
-`tests/test_digits_examples.py` checks >= 95% after 15 epochs.
+Measured test accuracy (360 test images): 97.8% after 20 epochs (the default; seeds 0-2:
+97.8-98.9%); `tests/test_digits_examples.py` checks >= 95% after 20 epochs.
 
     python examples/digits_lstm.py [EPOCHS]
 """
@@ -49,7 +49,7 @@ def build_model(unroll=True):
     return model
 
 
-def main(epochs=15, seed=0, verbose=1, unroll=True):
+def main(epochs=20, seed=0, verbose=1, unroll=True):
     """Train the LSTM classifier for `epochs` and return its accuracy on the test set."""
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Callback", "History", "EarlyStopping", "LambdaCallback", "CallbackList"]
+__all__ = ["Callback", "History", "EarlyStopping", "LearningRateScheduler", "LambdaCallback",
+           "CallbackList"]
 
 
 class Callback:
@@ -116,6 +117,33 @@ class EarlyStopping(Callback):
                 self.model.set_weights(self.best_weights)
             if self.verbose:
                 print(f"Epoch {epoch + 1}: early stopping")
+
+
+class LearningRateScheduler(Callback):
+    """Sets the optimizer's learning rate before each epoch to `schedule(epoch, lr)` (or
+    `schedule(epoch)`); the rate of each epoch is logged as "lr"."""
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        self.schedule, self.verbose = schedule, verbose
+
+    def on_epoch_begin(self, epoch, logs=None):
+        optimizer = self.model.optimizer
+        if not getattr(optimizer, "feeds_learning_rate", False):
+            raise ValueError("LearningRateScheduler needs a keras.optimizers optimizer (a "
+                             "tf.train.Optimizer keeps its own learning rate).")
+        try:
+            rate = self.schedule(epoch, optimizer.learning_rate)
+        except TypeError:   # a schedule of the epoch only (Keras' older form)
+            rate = self.schedule(epoch)
+        optimizer.learning_rate = float(rate)
+        if self.verbose:
+            print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to "
+                  f"{rate}.")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["lr"] = self.model.optimizer.learning_rate
 
 
 class LambdaCallback(Callback):

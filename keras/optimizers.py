@@ -5,13 +5,16 @@ ops; where Keras' update (tf_keras 2.x, the optimizers of Keras 2.11 on) differs
 a small subclass here writes Keras' form: RMSprop's mean square starts at 0 (TF1: 1);
 Adagrad adds epsilon under the square root.  `get(identifier)` takes a name ("sgd",
 "adam", "rmsprop", "adagrad"), a Keras optimizer, or a `tf.train.Optimizer` (used as is).
-The learning rate is fixed when the model's training step is built.
+A model feeds the optimizer's current `learning_rate` to each training step, so changing
+it (`model.optimizer.learning_rate = 1e-4`, `callbacks.LearningRateScheduler`) takes
+effect at the next step without rebuilding anything.
 """
 
 from __future__ import annotations
 
 from .. import optimizers as _tf1
 from ..ops import api as ops
+from ..ops import indexed_slices
 from ..ops.basic_ops import group
 from ..ops.variables import assign, assign_add, assign_sub
 
@@ -19,8 +22,10 @@ __all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "get"]
 
 
 class Optimizer:
-    """A Keras optimizer: its hyperparameters and the flowjit optimizer that applies them
-    (`tf_optimizer`, made on first use)."""
+    """A Keras optimizer: its hyperparameters, and `tf_optimizer(learning_rate)` to make the
+    flowjit optimizer that applies them in one model's graph.  `learning_rate` may be
+    changed between steps (a model feeds its current value to every training step), which
+    is what `callbacks.LearningRateScheduler` does."""
 
     def __init__(self, name, learning_rate, **kwargs):
         if "lr" in kwargs:   # Keras 2's old argument name
@@ -32,15 +37,19 @@ class Optimizer:
             raise TypeError(f"keras.optimizers.{name}: unknown argument(s) {sorted(kwargs)}.")
         self.name = name
         self.learning_rate = float(learning_rate)
-        self._built = None
 
-    def tf_optimizer(self):
-        """The flowjit `tf.train.Optimizer` behind this one (the same object every time)."""
-        if self._built is None:
-            self._built = self._make()
-        return self._built
+    @property
+    def feeds_learning_rate(self) -> bool:
+        """Whether a model feeds `learning_rate` to its training step (not for a wrapped
+        tf.train.Optimizer, which keeps its own)."""
+        return True
 
-    def _make(self):
+    def tf_optimizer(self, learning_rate):
+        """A new flowjit `tf.train.Optimizer` with this one's settings, its learning rate
+        the scalar tensor `learning_rate` (a placeholder the model feeds)."""
+        return self._make(learning_rate)
+
+    def _make(self, learning_rate):
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -49,6 +58,20 @@ class Optimizer:
 
     def __repr__(self):
         return f"<keras.optimizers.{type(self).__name__} {self.get_config()}>"
+
+
+class _DenseUpdates:
+    """Mixin: an IndexedSlices gradient (an embedding table's) is applied as its dense value,
+    as Keras' momentum, RMSprop and Adagrad updates are: their slots decay (and the variable
+    moves) in every row, not only in the rows looked up (TF1's sparse kernels touch those
+    only)."""
+
+    def _apply_sparse(self, grad, var):
+        return self._apply_dense(indexed_slices.dense(grad), var)
+
+
+class _KerasMomentum(_DenseUpdates, _tf1.MomentumOptimizer):
+    """Momentum (optionally Nesterov) with Keras' dense update for embedding gradients."""
 
 
 class SGD(Optimizer):
@@ -60,11 +83,11 @@ class SGD(Optimizer):
             raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}.")
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
 
-    def _make(self):
+    def _make(self, learning_rate):
         if self.momentum == 0.0:
-            return _tf1.GradientDescentOptimizer(self.learning_rate, name=self.name)
-        return _tf1.MomentumOptimizer(self.learning_rate, self.momentum, name=self.name,
-                                      use_nesterov=self.nesterov)
+            return _tf1.GradientDescentOptimizer(learning_rate, name=self.name)
+        return _KerasMomentum(learning_rate, self.momentum, name=self.name,
+                              use_nesterov=self.nesterov)
 
 
 class Adam(Optimizer):
@@ -77,12 +100,12 @@ class Adam(Optimizer):
             raise NotImplementedError("keras.optimizers.Adam: amsgrad is not supported.")
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
-    def _make(self):
-        return _tf1.AdamOptimizer(self.learning_rate, self.beta_1, self.beta_2, self.epsilon,
+    def _make(self, learning_rate):
+        return _tf1.AdamOptimizer(learning_rate, self.beta_1, self.beta_2, self.epsilon,
                                   name=self.name)
 
 
-class _KerasRMSProp(_tf1.Optimizer):
+class _KerasRMSProp(_DenseUpdates, _tf1.Optimizer):
     """Keras' RMSprop: `rms = rho*rms + (1-rho)*g^2` from 0, `step = lr*g / sqrt(rms + eps)`
     (centered: `sqrt(rms - mg^2 + eps)` with `mg = rho*mg + (1-rho)*g`); with momentum
     `mom = momentum*mom + step; var -= mom`, else `var -= step`."""
@@ -128,12 +151,12 @@ class RMSprop(Optimizer):
         self.rho, self.momentum, self.epsilon = float(rho), float(momentum), float(epsilon)
         self.centered = bool(centered)
 
-    def _make(self):
-        return _KerasRMSProp(self.learning_rate, self.rho, self.momentum, self.epsilon,
+    def _make(self, learning_rate):
+        return _KerasRMSProp(learning_rate, self.rho, self.momentum, self.epsilon,
                              self.centered, self.name)
 
 
-class _KerasAdagrad(_tf1.AdagradOptimizer):
+class _KerasAdagrad(_DenseUpdates, _tf1.AdagradOptimizer):
     """Keras' Adagrad: `accum += g^2; var -= lr * g / sqrt(accum + epsilon)`."""
 
     def __init__(self, learning_rate, initial_accumulator_value, epsilon, name):
@@ -155,8 +178,8 @@ class Adagrad(Optimizer):
         self.initial_accumulator_value = float(initial_accumulator_value)
         self.epsilon = float(epsilon)
 
-    def _make(self):
-        return _KerasAdagrad(self.learning_rate, self.initial_accumulator_value, self.epsilon,
+    def _make(self, learning_rate):
+        return _KerasAdagrad(learning_rate, self.initial_accumulator_value, self.epsilon,
                              self.name)
 
 
@@ -165,10 +188,18 @@ class _Wrapped(Optimizer):
 
     def __init__(self, tf_optimizer):
         self.name = tf_optimizer.get_name()
-        self._built = tf_optimizer
+        self._wrapped = tf_optimizer
+
+    @property
+    def feeds_learning_rate(self) -> bool:
+        return False
+
+    def tf_optimizer(self, learning_rate=None):
+        """The wrapped optimizer itself (it keeps its own learning rate)."""
+        return self._wrapped
 
     def get_config(self) -> dict:
-        return {"tf_optimizer": self._built}
+        return {"tf_optimizer": self._wrapped}
 
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}

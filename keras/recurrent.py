@@ -7,8 +7,9 @@ gate order (LSTM: i, f, c, o with the forget bias starting at 1; GRU: z, r, h, w
 products of all time steps are one matrix product before the recurrence; each step then
 adds `h @ recurrent_kernel`.  `unroll=True` writes the steps out in the graph (best for
 short sequences: the whole recurrence is one compiled cluster); otherwise the recurrence
-is one `tf.while_loop` over time (its steps' outputs written into a [time, batch, units]
-buffer when `return_sequences`).  `dropout` drops input features and `recurrent_dropout`
+is `tf.nn.dynamic_rnn` (models/rnn.py: one while loop over time, compiled whole, its
+gradient a second loop) of a cell that runs the layer's step on the precomputed input
+products.  `dropout` drops input features and `recurrent_dropout`
 state units while training, with one mask per sequence.
 """
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from .. import nn
 from ..compiler.core.shapes import TensorShape, as_shape
+from ..models import rnn
+from ..models.rnn_cell import RNNCell
 from ..ops import api as ops
 from . import activations
 from . import initializers as _initializers
@@ -118,7 +121,7 @@ class _Recurrent(Layer):
                 raise ValueError(f"{type(self).__name__} {self.name}: unroll=True needs a "
                                  "known number of time steps.")
             return self._unrolled(xw, states, mask, steps)
-        out = self._looped(xw, states, mask, zeros)
+        out = self._looped(xw, states, mask)
         out.set_shape(self.compute_output_shape(inputs.shape))
         return out
 
@@ -129,29 +132,10 @@ class _Recurrent(Layer):
             outputs.append(h)
         return ops.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
 
-    def _looped(self, xw, states, mask, zeros):
-        by_time = ops.transpose(xw, [1, 0, 2])
-        steps = ops.shape(by_time)[0]
-        count = len(states)
-        buffer = ops.zeros(ops.stack([steps, ops.shape(zeros)[0], self.units]),
-                           dtype=self.dtype) if self.return_sequences else zeros
-
-        def cond(t, *carried):
-            return ops.less(t, steps)
-
-        def body(t, *carried):
-            h, new_states = self._step(ops.gather(by_time, t), tuple(carried[:count]), mask)
-            out = carried[count]
-            if self.return_sequences:
-                out = ops.tensor_scatter_nd_update(out, ops.reshape(t, [1, 1]),
-                                                   ops.expand_dims(h, 0))
-            else:
-                out = h
-            return (t + 1, *new_states, out)
-
-        final = ops.while_loop(cond, body, (ops.constant(0), *states, buffer))
-        result = final[-1]
-        return ops.transpose(result, [1, 0, 2]) if self.return_sequences else result
+    def _looped(self, xw, states, mask):
+        outputs, final = rnn.dynamic_rnn(_StepCell(self, mask, len(states)), xw,
+                                         initial_state=states, scope="loop")
+        return outputs if self.return_sequences else final[0]
 
     def _recurrent(self, h, mask):
         """h (dropped out while training) times the recurrent kernel."""
@@ -242,3 +226,25 @@ class GRU(_Recurrent):
                                                           self.recurrent_kernel[:, 2 * u:]))
         h = z * h + (1.0 - z) * candidate
         return h, (h,)
+
+
+class _StepCell(RNNCell):
+    """The recurrence of a Keras recurrent layer as a `tf.nn.rnn_cell` for `dynamic_rnn`: its
+    inputs are the layer's input products (x_t @ kernel + bias), its state the layer's
+    states (h, and c for LSTM); it makes no variables (the layer's are captured)."""
+
+    def __init__(self, layer, mask, count):
+        super().__init__(name="cell")
+        self._layer, self._mask, self._count = layer, mask, count
+
+    @property
+    def state_size(self):
+        return (self._layer.units,) * self._count
+
+    @property
+    def output_size(self):
+        return self._layer.units
+
+    def call(self, inputs, state):
+        h, new_states = self._layer._step(inputs, tuple(state), self._mask)
+        return h, tuple(new_states)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..compiler.core.shapes import TensorShape
 from ..ops import api as ops
-from ..ops.basic_ops import group, placeholder
+from ..ops.basic_ops import group, placeholder, placeholder_with_default
 from ..progress import progress
 from . import callbacks as _callbacks
 from . import losses as _losses
@@ -40,9 +40,21 @@ class Steps:
     """The ops of a compiled model: the label placeholder, the training step's fetches
     [train op, loss, *metrics], the evaluation fetches [loss, *metrics] and their names."""
 
-    def __init__(self, labels, train_fetches, eval_fetches, names, sparse):
+    def __init__(self, labels, train_fetches, eval_fetches, names, sparse, learning_rate):
         self.labels, self.train_fetches, self.eval_fetches = labels, train_fetches, eval_fetches
         self.names, self.sparse = names, sparse
+        self.learning_rate = learning_rate   # the placeholder fed the optimizer's rate
+        self._rate = (None, None)            # (rate, its 0-d float32 array): fed as is
+
+    def train_feeds(self, model, x, y) -> dict:
+        """The feed_dict of one training step."""
+        feeds = {model._x: x, self.labels: y}
+        if self.learning_rate is not None:
+            rate = model.optimizer.learning_rate
+            if self._rate[0] != rate:
+                self._rate = (rate, np.array(rate, dtype=np.float32))
+            feeds[self.learning_rate] = self._rate[1]
+        return feeds
 
 
 class TrainingMixin:
@@ -117,10 +129,9 @@ class TrainingMixin:
         if count == 0:
             raise ValueError("fit: no training examples.")
         history = _callbacks.History()
-        hooks = _callbacks.CallbackList([history, *(callbacks or [])], self, {
+        hooks = _callbacks.CallbackList([*(callbacks or []), history], self, {
             "epochs": epochs, "steps": math.ceil(count / batch_size), "verbose": verbose})
         session = self.session
-        feed_x, feed_y = self._x, steps.labels
         fetches, names = steps.train_fetches, steps.names
         self.stop_training = False
         hooks.call("on_train_begin", None)
@@ -128,17 +139,17 @@ class TrainingMixin:
         for epoch in range(initial_epoch, epochs):
             began = time.perf_counter()
             hooks.call("on_epoch_begin", epoch, None)
-            order = np.random.permutation(count) if shuffle else None
+            # one gather per epoch; the batches are then contiguous views
+            xs, ys = (x, y) if not shuffle else _shuffled(x, y, np.random.permutation(count))
             total = np.zeros(len(names))
             seen = 0
             bar = progress(total=math.ceil(count / batch_size), desc=f"Epoch {epoch + 1}/"
                            f"{epochs}", enabled=None if verbose == 1 else False, unit="step")
             for batch, lo in enumerate(range(0, count, batch_size)):
-                rows = order[lo:lo + batch_size] if shuffle else slice(lo, lo + batch_size)
-                xb, yb = x[rows], y[rows]
+                xb, yb = xs[lo:lo + batch_size], ys[lo:lo + batch_size]
                 if hooks.wants_batches:
                     hooks.call("on_train_batch_begin", batch, None)
-                values = session.run(fetches, {feed_x: xb, feed_y: yb})
+                values = session.run(fetches, steps.train_feeds(self, xb, yb))
                 size = len(xb)
                 total += np.asarray(values[1:], dtype=np.float64) * size
                 seen += size
@@ -223,8 +234,8 @@ class TrainingMixin:
         """One training step on (x, y); returns the loss (and metrics) of that batch."""
         self._known_input(x)
         steps = self._ensure_steps()
-        values = self.session.run(steps.train_fetches, {self._x: self._inputs(x),
-                                                        steps.labels: self._labels(y)})[1:]
+        values = self.session.run(steps.train_fetches, steps.train_feeds(
+            self, self._inputs(x), self._labels(y)))[1:]
         return float(values[0]) if len(values) == 1 else [float(v) for v in values]
 
     def test_on_batch(self, x, y):
@@ -298,11 +309,14 @@ def _build_steps(model) -> Steps:
         trainable = [w for layer in layers for w in layer.trainable_weights]
         if not trainable:
             raise ValueError(f"Model {model.name} has no trainable weights to fit.")
-        tf_optimizer = optimizer.tf_optimizer()
+        learning_rate = placeholder_with_default(
+            np.float32(optimizer.learning_rate), [], name="learning_rate") \
+            if optimizer.feeds_learning_rate else None
+        tf_optimizer = optimizer.tf_optimizer(learning_rate)
         minimize = tf_optimizer.minimize(fetches[0][0], var_list=_unique(trainable))
         train_op = group(minimize, *updates, name="train") if updates else minimize
     names = ["loss"] + [name for name, _ in named]
-    return Steps(labels, [train_op, *fetches[0]], fetches[1], names, sparse)
+    return Steps(labels, [train_op, *fetches[0]], fetches[1], names, sparse, learning_rate)
 
 
 def _all_layers(model) -> list:
@@ -323,6 +337,10 @@ def _unique(variables) -> list:
 
 def _logs(names, values) -> dict:
     return {name: float(v) for name, v in zip(names, values)}
+
+
+def _shuffled(x, y, order):
+    return np.take(x, order, axis=0), np.take(y, order, axis=0)
 
 
 def _same_length(x, y) -> None:

@@ -149,7 +149,7 @@ def _dynamic_loop(graph, cell, inputs, flat, lengths, batch_size, state, paralle
     noise = rnn_noise.StepNoise(time_steps, batch_size)
     n_out = len(buffers)
 
-    def body(time, outs, state):
+    def body(time, state, outs):
         step_inputs = [ops.strided_slice(t, [time], [time + 1], [1], shrink_axis_mask=1)
                        for t in flat]
         with rnn_noise.steps(noise, time):
@@ -170,15 +170,14 @@ def _dynamic_loop(graph, cell, inputs, flat, lengths, batch_size, state, paralle
         outs = [ops.tensor_strided_slice_update(buf, [time], [time + 1], [1], o,
                                                 shrink_axis_mask=1)
                 for buf, o in zip(outs, flat_out)]
-        return time + 1, outs, new_state
+        return time + 1, new_state, outs
 
+    # the output buffers last: the gradient's loop then reads a buffer's row (for the
+    # state's gradient) before it zeroes it, and the zeroing runs in place
     time = ops.constant(0, dtype=_dtypes.int32, name="time")
-    loop_vars = (time, buffers, state)
-    invariants = (TensorShape([]), [b.shape for b in buffers],
-                  pack(state, [TensorShape(s.shape) for s in state_leaves]))
-    _, outs, final_state = recorded_while_loop(
-        lambda time, *_: ops.less(time, bound), body, loop_vars, time_steps,
-        write_only=range(1, 1 + n_out), shape_invariants=invariants,
+    _, final_state, outs = recorded_while_loop(
+        lambda time, *_: ops.less(time, bound), body, (time, state, buffers), time_steps,
+        write_only=range(1 + len(state_leaves), 1 + len(state_leaves) + n_out),
         parallel_iterations=parallel_iterations, name="while")
     return outs, final_state
 

@@ -30,6 +30,8 @@ class StepNoise:
     def __init__(self, max_time, batch_size):
         self.graph = get_default_graph()
         self.outer = self.graph._get_control_flow_context()
+        scope = self.graph.get_name_scope()
+        self.name_scope = scope + "/" if scope else ""
         self.max_time, self.batch_size = max_time, batch_size
         self.draws: list = []
 
@@ -42,7 +44,7 @@ class StepNoise:
             raise ValueError(f"dropout inside dynamic_rnn needs the depth of {like.name} "
                              f"(shape {like.shape}) while building the graph.")
         with self.graph._control_flow_context(self.outer), \
-                self.graph.control_dependencies(None):
+                self.graph.control_dependencies(None), self.graph.name_scope(self.name_scope):
             shape = ops.stack([self.max_time, self.batch_size] + depth)
             self.draws.append(ops.random_uniform(shape, dtype=like.dtype, seed=seed,
                                                  name="step_noise"))

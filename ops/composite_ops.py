@@ -1,7 +1,8 @@
 """TensorFlow 1.x functions that are compositions of existing ops (no op types of their own).
 
 Owns: `atan`, `div_no_nan`, `norm`, `reduce_euclidean_norm`, `global_norm`, `clip_by_norm`,
-`clip_by_global_norm`, `clip_by_average_norm`, `cumsum`, and for `tf.nn`: `l2_normalize`, `moments`, `dropout`.
+`clip_by_global_norm`, `clip_by_average_norm`, `cumsum`, and for `tf.nn`: `l2_normalize`,
+`moments`, `dropout`.
 Each builds the graph TensorFlow's own Python function builds, so values, dtypes, shapes
 and gradients follow from the ops used (see each docstring for the formula).
 """

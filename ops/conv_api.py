@@ -8,7 +8,7 @@ conv_grad_ops.py), with TensorFlow 1.x's signatures and checks.
   these refuse strides above 1 together with a dilation above 1, as TensorFlow 1.x did
   (its space-to-batch implementation could not do both);
 - `conv2d_transpose`: Conv2DBackpropInput of the given `output_shape`, checked against the
-  filter's channels.
+  filter's channels; `conv1d_transpose` the same over an inserted size-1 dim.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.core.graph import Tensor, name_scope
-from . import conv_grad_ops, conv_ops, rearrange_ops
+from . import conv_grad_ops, conv_ops, join_ops, rearrange_ops
 from . import lower_window as lw
 from .builder import to_tensor
 
-__all__ = ["conv1d", "depthwise_conv2d", "separable_conv2d", "atrous_conv2d", "convolution",
-           "conv2d_transpose"]
+__all__ = ["conv1d", "conv1d_transpose", "depthwise_conv2d", "separable_conv2d",
+           "atrous_conv2d", "convolution", "conv2d_transpose"]
 
 
 def _no_dilated_strides(strides, dilations, what: str):
@@ -165,3 +165,30 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,
         attrs["use_cudnn_on_gpu"] = True
         return conv_grad_ops.make_conv(conv_grad_ops.CONV2D_BACKPROP_INPUT, [sizes, w, x],
                                        attrs, name=scope)
+
+
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",
+                     dilations=None, name=None) -> Tensor:
+    """The transpose (gradient) of conv1d: `input` [N, W, OC] (NWC) or [N, OC, W] (NCW),
+    `filters` [KW, C, OC], `output_shape` the 3 sizes of the result."""
+    if data_format not in ("NWC", "NCW"):
+        raise ValueError(f"conv1d_transpose: data_format must be 'NWC' or 'NCW', got "
+                         f"{data_format!r}.")
+    layout = lw.Layout.of(data_format, "conv1d_transpose", (data_format,))
+    strides = lw.sequence_arg(strides, 1, layout, "strides")
+    rates = lw.sequence_arg(dilations, 1, layout, "dilations")
+    spatial = layout.spatial[0]
+    with name_scope(name, "conv1d_transpose", [input, filters, output_shape]) as scope:
+        x = rearrange_ops.expand_dims(to_tensor(input, name="input"), spatial)
+        w = rearrange_ops.expand_dims(to_tensor(filters, name="filters"), 0)
+        if isinstance(output_shape, Tensor):
+            sizes = join_ops.concat([output_shape[:spatial], [1], output_shape[spatial:]], 0)
+        else:
+            sizes = [int(v) for v in np.asarray(output_shape).reshape(-1)]
+            if len(sizes) != 3:
+                raise ValueError(f"output_shape must have 3 sizes, got {sizes}")
+            sizes = sizes[:spatial] + [1] + sizes[spatial:]
+        out = conv2d_transpose(x, w, sizes, strides[:spatial] + [1] + strides[spatial:],
+                               padding, "NHWC" if data_format == "NWC" else "NCHW",
+                               dilations=rates[:spatial] + [1] + rates[spatial:])
+        return rearrange_ops.squeeze(out, [spatial], name=scope)

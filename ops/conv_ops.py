@@ -143,43 +143,42 @@ def check_runtime_depth(ctx, spec: lc.ConvSpec, x_last: np.ndarray, w: np.ndarra
                                  f"{list(x_last.shape)}, filter {list(w.shape)})")
 
 
-def tap_windows(spec: lc.ConvSpec, x_last: np.ndarray, geo, window_sizes, acc):
-    """(taps, window) for every filter tap: the channels-last input (padded with zeros) that
-    every output position reads at that tap, in the accumulator dtype."""
+def windows(spec: lc.ConvSpec, x_last: np.ndarray, geo, window_sizes, acc) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C): the channels-last input (padded with zeros, in the
+    accumulator dtype) that each output position reads at each filter tap (a view)."""
     padded = lw.pad_spatial(x_last.astype(acc, copy=False), [(b, a) for _, b, a in geo])
-    outs = [o for o, _, _ in geo]
-    for taps in np.ndindex(*window_sizes):
-        yield taps, padded[lw.tap_slices(taps, outs, spec.strides, spec.dilations)]
+    return lw.window_view(padded, window_sizes, [o for o, _, _ in geo], spec.strides,
+                          spec.dilations)
+
+
+def _prepare(ctx, op_type, inputs, attrs):
+    """(spec, channels-last input, filter, geometry, accumulator dtype) of a forward op."""
+    spec = lc.ConvSpec.of(op_type, attrs)
+    x, w = inputs
+    check_arrays(ctx, spec.op_type, inputs, ("input", "filter"))
+    x_last = spec.layout.to_channels_last(x)
+    check_runtime_depth(ctx, spec, x_last, w)
+    geo = run_geometry(ctx, spec, x_last.shape[1:-1], w.shape[:2])
+    return spec, x_last, w, geo, accumulator(x.dtype)
 
 
 def _conv2d_kernel(ctx, inputs, attrs):
-    spec = lc.ConvSpec.of("Conv2D", attrs)
-    x, w = inputs
-    check_arrays(ctx, spec.op_type, inputs, ("input", "filter"))
-    x_last = spec.layout.to_channels_last(x)
-    check_runtime_depth(ctx, spec, x_last, w)
-    geo = run_geometry(ctx, spec, x_last.shape[1:-1], w.shape[:2])
-    acc = accumulator(x.dtype)
-    out = np.zeros((x.shape[0], *[o for o, _, _ in geo], w.shape[3]), acc)
-    for taps, window in tap_windows(spec, x_last, geo, w.shape[:2], acc):
-        out += window @ w[taps].astype(acc, copy=False)
-    return [np.ascontiguousarray(spec.layout.from_channels_last(out.astype(x.dtype)))]
+    """im2col: the windows as a (N*OH*OW, KH*KW*C) matrix, times the filter matrix."""
+    spec, x_last, w, geo, acc = _prepare(ctx, "Conv2D", inputs, attrs)
+    cols = windows(spec, x_last, geo, w.shape[:2], acc)
+    rows, depth = int(np.prod(cols.shape[:3])), w[..., 0].size
+    out = cols.reshape(rows, depth) @ w.reshape(depth, w.shape[3]).astype(acc)
+    out = out.reshape(cols.shape[:3] + (w.shape[3],)).astype(x_last.dtype)
+    return [np.ascontiguousarray(spec.layout.from_channels_last(out))]
 
 
 def _depthwise_kernel(ctx, inputs, attrs):
-    spec = lc.ConvSpec.of("DepthwiseConv2dNative", attrs)
-    x, w = inputs
-    check_arrays(ctx, spec.op_type, inputs, ("input", "filter"))
-    x_last = spec.layout.to_channels_last(x)
-    check_runtime_depth(ctx, spec, x_last, w)
-    geo = run_geometry(ctx, spec, x_last.shape[1:-1], w.shape[:2])
-    acc = accumulator(x.dtype)
-    channels, multiplier = w.shape[2], w.shape[3]
-    out = np.zeros((x.shape[0], *[o for o, _, _ in geo], channels, multiplier), acc)
-    for taps, window in tap_windows(spec, x_last, geo, w.shape[:2], acc):
-        out += window[..., None] * w[taps].astype(acc, copy=False)
-    out = out.reshape(out.shape[:-2] + (channels * multiplier,))
-    return [np.ascontiguousarray(spec.layout.from_channels_last(out.astype(x.dtype)))]
+    """out[n, o, c * M + m] = sum over taps of window[n, o, tap, c] * w[tap, c, m]."""
+    spec, x_last, w, geo, acc = _prepare(ctx, "DepthwiseConv2dNative", inputs, attrs)
+    cols = windows(spec, x_last, geo, w.shape[:2], acc)
+    out = np.einsum("nhwijc,ijcm->nhwcm", cols, w.astype(acc))
+    out = out.reshape(out.shape[:3] + (w.shape[2] * w.shape[3],)).astype(x_last.dtype)
+    return [np.ascontiguousarray(spec.layout.from_channels_last(out))]
 
 
 # --- gradients ---------------------------------------------------------------------------------
@@ -241,25 +240,36 @@ DEPTHWISE_CONV2D = OpDef("DepthwiseConv2dNative", _forward_infer, _depthwise_ker
 # --- public functions ----------------------------------------------------------------------
 
 
-def conv_op_attrs(strides, padding, data_format, dilations, n_spatial=2,
-                  explicit_paddings=None) -> dict:
+def conv_op_attrs(strides, padding, data_format, dilations, n_spatial=2) -> dict:
     """The attrs of a convolution op from a public function's arguments: `strides` and
     `dilations` as an int or 1, n_spatial or n_spatial + 2 ints; `padding` a string or
     (before, after) pairs per dimension."""
     layout = lw.Layout.of(data_format, "conv2d")
     pad, pairs = lw.padding_arg(padding, layout)
-    if explicit_paddings is not None and not pairs:
-        pairs = [int(v) for v in np.asarray(explicit_paddings).reshape(-1)]
     return {"strides": lw.sequence_arg(strides, n_spatial, layout, "strides"),
             "padding": pad, "explicit_paddings": pairs, "data_format": data_format,
             "dilations": lw.sequence_arg(dilations, n_spatial, layout, "dilations")}
 
 
+def data_tensors(values, names) -> list:
+    """The data operands as tensors, TensorFlow's way: the first converted as it is, values
+    that are not tensors then taking its dtype (a float64 NumPy filter for a float32 input),
+    so only two tensors of different dtypes are a TypeError (from the op's checks)."""
+    first = to_tensor(values[0], name=names[0])
+    return [first] + [to_tensor(v, name=n) if _is_tensor(v) else
+                      to_tensor(v, dtype=first.dtype, name=n)
+                      for v, n in zip(values[1:], names[1:])]
+
+
+def _is_tensor(value) -> bool:
+    return isinstance(value, Tensor) or hasattr(value, "_as_graph_tensor")
+
+
 def build(op_def, inputs, attrs, name, default_name) -> Tensor:
-    """One convolution op on converted `inputs` (Tensors or values) in their graph."""
-    graph = graph_for(inputs)
+    """One convolution op on converted `inputs` ((value, name) pairs) in their graph."""
+    graph = graph_for([v for v, _ in inputs])
     with graph.as_default(), graph.name_scope(name or default_name) as scope:
-        tensors = [to_tensor(v, name=n) for v, n in inputs]
+        tensors = data_tensors([v for v, _ in inputs], [n for _, n in inputs])
         return make_op(op_def, tensors, attrs, name=scope).outputs[0]
 
 

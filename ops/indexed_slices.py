@@ -6,10 +6,10 @@ zero.  It is what the gradient of a gather along the leading axis is
 (ops/gather_ops.py), so the gradient of an embedding lookup holds only the looked-up rows
 and a large table's gradient is never materialized: `tf.gradients` (compiler/gradients.py)
 passes such gradients on, aggregates several by concatenating their values and indices, and
-the optimizers (optimizers.py) apply them with scatter updates (ops/state_scatter_ops.py,
+the optimizers (optimizers/) apply them with scatter updates (ops/variable_scatter_ops.py,
 ops/sparse_training_ops.py).
 
-Wherever a Tensor is needed, an IndexedSlices converts to its dense value (`to_dense`: an
+Wherever a Tensor is needed, an IndexedSlices converts to its dense value (`dense`: an
 UnsortedSegmentSum of the values into `dense_shape[0]` rows), as TensorFlow's registered
 conversion does; like TensorFlow it warns when that tensor has an unknown shape or at least
 `LARGE_DENSE_ELEMENTS` elements.  The conversion is built once per control-flow context and

@@ -29,8 +29,7 @@ import dataclasses
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import get_default_graph
-from . import (control_flow, fill_ops, join_ops, reshape_ops, shape_ops, slice_update_ops,
-               slicing_ops)
+from . import fill_ops, join_ops, reshape_ops, shape_ops, slice_update_ops, slicing_ops
 from .builder import to_tensor
 from .nest import flatten, pack, same_structure
 
@@ -74,6 +73,8 @@ def recorded_while_loop(cond, body, loop_vars, max_iterations, write_only=(),
 
     `write_only` lists the positions (in the flattened `loop_vars`) of variables the body
     only writes rows into.  Returns the final values in `loop_vars`' structure."""
+    from . import control_flow  # lazy, as in while_gradient.py (it imports names of nest)
+
     graph = get_default_graph()
     leaves = [to_tensor(v) for v in flatten(loop_vars)]
     write_only = frozenset(int(j) for j in write_only)

@@ -11,14 +11,21 @@ The lowerings (docs/architecture.md, "A new op"; measured per shape in
 benchmarks/conv_step.py):
 - Conv2D is im2col + one matrix product: the *patches* node (N, OH, OW, KH, KW, C) holds
   every window's inputs (zero where the window reads padding: a SELECT on the bounds),
-  viewed as a (N*OH*OW, KH*KW*C) matrix times the filter viewed as (KH*KW*C, OC);
-  a 1x1 window with stride 1 and no padding reads the input itself as the matrix;
-- Conv2DBackpropFilter is patches^T @ dy (the same patches node: interned, so a training
-  step computes it once for the forward and the filter gradient);
-- Conv2DBackpropInput is dy @ W^T, a (N*OH*OW, KH*KW*C) matrix of window gradients,
-  summed back onto the input (*col2im*: a REDUCE over the window taps of the outputs that
-  read each input position, with the stride-divisibility and bounds conditions of
-  `lower_window.source_output`);
+  viewed as a (N*OH*OW, KH*KW*C) matrix times the filter viewed as (KH*KW*C, OC); a 1x1
+  window with stride 1 and no padding reads the input itself as the matrix.  Its bias and
+  relu become the GEMM's epilogue (compiler/flat_epilogues.py);
+- Conv2DBackpropFilter is dy^T @ patches, (OC, KH*KW*C), transposed to the filter's
+  layout (the same patches node: interned, so a training step computes it once for the
+  forward and the filter gradient; this operand order measured 1.5x faster than
+  patches^T @ dy, whose 64-column result fills the GEMM's 48-wide panels badly);
+- Conv2DBackpropInput with unit strides is a forward convolution of dy: the windows of dy
+  each input position gathers (N*H*W, KH*KW*OC) times the filter with its channel axes
+  swapped; with larger strides (whose gathered windows would be mostly zeros) it is
+  dy @ W^T, a (N*OH*OW, KH*KW*C) matrix of window gradients, summed back onto the input
+  (*col2im*: a REDUCE over the taps of the outputs that read each input position, with
+  the stride-divisibility and bounds conditions of `lower_window.source_output`).  The
+  gather compiles to one loop nest like im2col's (a col2im summing 25 taps in one
+  expression took 31 s of numba compile; the REDUCE 8 s; the gather 3 s);
 - the depthwise ops are REDUCEs over the taps (forward, input gradient) or over the batch
   and output positions (filter gradient): each output channel reads one input channel, so
   there is no inner product for a GEMM to take.
@@ -258,10 +265,10 @@ def conv_input_grad(g: ConvGeometry, w: Node, dy: Node, out_channels) -> Node:
     forward's im2col, where col2im's reduction over the taps compiled several times
     slower."""
     dtype = compute_dtype(w.dtype)
-    depth = lx.product(g.windows + (g.channels,))
-    rows = ir.reshape(cast_node(channels_last(g, dy), dtype), (g.rows, out_channels))
     if all(s == 1 for s in g.spec.strides) and not g.trivial_window():
         return _gathered_input_grad(g, w, channels_last(g, dy), out_channels, dtype)
+    depth = lx.product(g.windows + (g.channels,))
+    rows = ir.reshape(cast_node(channels_last(g, dy), dtype), (g.rows, out_channels))
     filt = ir.reshape(cast_node(w, dtype), (depth, out_channels))
     product = ir.matmul(rows, filt, False, True, (g.rows, depth))
     if g.trivial_window():

@@ -287,3 +287,15 @@ def tap_slices(taps, out_sizes, strides, dilations) -> tuple:
     return (slice(None),) + tuple(
         slice(k * d, k * d + (o - 1) * s + 1, s) for k, o, s, d in
         zip(taps, out_sizes, strides, dilations)) + (slice(None),)
+
+
+def window_view(padded: np.ndarray, window, out_sizes, strides, dilations) -> np.ndarray:
+    """A read-only (N, *out_sizes, *window, C) view of a channels-last padded array whose
+    element [n, o..., k..., c] is padded[n, o * stride + k * dilation ..., c]: every
+    output position's window, as im2col reads it."""
+    s = padded.strides
+    rank = len(out_sizes)
+    shape = (padded.shape[0], *out_sizes, *window, padded.shape[-1])
+    steps = (s[0], *[s[1 + i] * st for i, st in enumerate(strides)],
+             *[s[1 + i] * d for i, d in enumerate(dilations)], s[rank + 1])
+    return np.lib.stride_tricks.as_strided(padded, shape, steps, writeable=False)

@@ -124,6 +124,8 @@ def _window_sum_node(node, radius: int, body_fn):
     """node-shaped REDUCE: each depth's sum of body_fn(index) over the depths within
     `radius` inside [0, depth)."""
     shape = node.shape
+    if ir.is_const(shape[3]) and shape[3].attr >= 1:   # no window reaches further
+        radius = min(radius, shape[3].attr - 1)
     axes = _body_axes(shape)
     tap = ir.reduce_var(0)
     depth = lx.add(lx.sub(axes[3], radius), tap)

@@ -143,7 +143,7 @@ def adjoint(matrix, name=None) -> Tensor:
 def diag(diagonal, name=None) -> Tensor:
     """Rank k -> rank 2k: output[i1..ik, j1..jk] = diagonal[i1..ik] where i == j, else 0."""
     d = to_tensor(diagonal, name="diagonal")
-    rank = _rank_at_least(d, 1, "diag")
+    _rank_at_least(d, 1, "diag")
     with d.graph.name_scope(name or "Diag"):
         flat = reshape(d, [-1])
         square = matrix_diag(flat)

@@ -83,7 +83,7 @@ def _lower(ctx, op, inputs):
     x = inputs[0]
     if not x.dtype.is_floating:
         raise NotLowerable("MaxPoolWithArgmax's positions compile for floats")
-    g = pw.PoolGeometry.of(ctx, _spec(op.type, op.attrs), x.shape)
+    g = pw.PoolGeometry.of(ctx, _spec(op.type, op.attrs), x.shape, op.inputs[0])
     shape = g.out_shape(op.outputs[0])
     best = pw.first_max_node(g, x, shape)
     axes = pw.body_axes(shape)

@@ -182,18 +182,22 @@ def _scatter_sum(g: pw.PoolGeometry, shape, part_fn, dtype):
     part_fn(batch, outs, channel, flat tap) (a compute-dtype Expr)."""
     axes = pw.body_axes(shape)
     n, ins, c = g.split(axes)
-    steps = tuple(ir.reduce_var(j) for j in range(len(ins)))
+    extents = g.cover_extents()
+    steps = [None] * len(ins)   # a REDUCE over the dims where several windows overlap
+    for d in (d for d, e in enumerate(extents) if e > 1):
+        steps[d] = ir.reduce_var(sum(e > 1 for e in extents[:d]))
     cond, outs, taps = g.covering(ins, steps)
     body = lx.select(cond, part_fn(n, outs, c, g.flat_tap(taps)), ir.const(0, dtype))
-    total = ir.reduce(dtype, shape, ir.axis_vars(len(shape)), steps, g.cover_extents(), body,
-                      Combiner.ADD)
-    return total
+    if all(j is None for j in steps):   # windows do not overlap: one term per position
+        return ir.compute(dtype, shape, ir.axis_vars(len(shape)), body)
+    return ir.reduce(dtype, shape, ir.axis_vars(len(shape)), [j for j in steps if j is not None],
+                     [ir.index(e) for e in extents if e > 1], body, Combiner.ADD)
 
 
 def _lower_max_pool_grad(ctx, op, inputs):
     _require_float(op)
     x, _, grad = inputs
-    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs), x.shape)
+    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs), x.shape, op.inputs[0])
     pooled = g.out_shape(op.inputs[1])
     for a, b in zip(pooled, grad.shape):
         ctx.check_equal(a, b, f"{op.type}: grad must have the pooled shape of orig_input")
@@ -210,7 +214,7 @@ def _lower_max_pool_grad(ctx, op, inputs):
 def _lower_max_pool_grad_grad(ctx, op, inputs):
     _require_float(op)
     x, _, grad = inputs
-    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs), x.shape)
+    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs), x.shape, op.inputs[0])
     for a, b in zip(x.shape, grad.shape):
         ctx.check_equal(a, b, f"{op.type}: grad must have the shape of orig_input")
     shape = g.out_shape(op.outputs[0])
@@ -230,7 +234,8 @@ def _lower_avg_pool_grad(ctx, op, inputs):
         raise NotLowerable("AvgPoolGrad needs 4 sizes")
     for s in sizes:
         lx.require(ctx, lx.ge(s, 0), "AvgPoolGrad: orig_input_shape must be non-negative")
-    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs, explicit_ok=False), sizes)
+    g = pw.PoolGeometry.of(ctx, pw.PoolSpec.of(op.type, op.attrs, explicit_ok=False), sizes,
+                           op.outputs[0])
     for a, b in zip(g.out_shape(op.inputs[1]), grad.shape):
         ctx.check_equal(a, b, "AvgPoolGrad: grad must have the pooled shape of "
                               "orig_input_shape")

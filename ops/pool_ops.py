@@ -106,7 +106,7 @@ def _avg_pool_grad(op, g):
 def _geometry(ctx, op, x, explicit_ok=True):
     require_real(op)
     spec = pw.PoolSpec.of(op.type, op.attrs, explicit_ok)
-    return pw.PoolGeometry.of(ctx, spec, x.shape)
+    return pw.PoolGeometry.of(ctx, spec, x.shape, op.inputs[0])
 
 
 def _lower_max_pool(ctx, op, inputs):

@@ -171,9 +171,12 @@ class PoolGeometry:
     befores: tuple
 
     @staticmethod
-    def of(ctx, spec: PoolSpec, input_dims) -> PoolGeometry:
-        """The geometry of pooling an input of `input_dims` (in the op's layout)."""
+    def of(ctx, spec: PoolSpec, input_dims, tensor) -> PoolGeometry:
+        """The geometry of pooling an input of `input_dims` (in the op's layout), graph
+        tensor `tensor` of that shape: its static sizes become constants (checked at run
+        time), so windows and bounds fold while lowering."""
         layout = spec.layout
+        input_dims = known_dims(ctx, tensor, input_dims, spec.op_type)
         in_sizes = tuple(input_dims[a] for a in layout.spatial)
         outs, befores = [], []
         for n, k, s, p in zip(in_sizes, spec.ksize, spec.strides, spec.pads):
@@ -200,6 +203,7 @@ class PoolGeometry:
         return axes[layout.batch], [axes[a] for a in layout.spatial], axes[layout.channel]
 
     def load(self, node: Node, batch, spatial, channel) -> ir.Expr:
+        """`node` (in the op's layout) at a (batch, spatial positions, channel) index."""
         return ir.load(node, self.spec.layout.index(batch, spatial, channel))
 
     def window_taps(self, flat_tap):
@@ -224,21 +228,27 @@ class PoolGeometry:
         """(condition, output positions, taps) of the windows that read input positions
         `ins`: window o = (i + before) // stride - step reads i at tap i + before - o *
         stride, for steps in [0, ceil(k / stride)) while that tap is in the window and o is
-        an output position.  Positions are clamped (meaningful where the condition holds)."""
+        an output position.  `steps` holds None for dims with one step (k <= stride: the
+        step is 0, o >= 0 always, and the tap is in the window when k == stride).
+        Positions are clamped (meaningful where the condition holds)."""
         conds, outs, taps = [], [], []
         for i, j, k, s, b, o_size in zip(ins, steps, self.spec.ksize, self.spec.strides,
                                          self.befores, self.outs):
             shifted = lx.add(i, b)
-            o = lx.sub(lx.floordiv(shifted, s), j)
-            tap = lx.sub(shifted, lx.mul(o, s))
-            conds += [lx.ge(o, 0), lx.lt(o, o_size), lx.lt(tap, k)]
+            if j is None:
+                o, tap = lx.floordiv(shifted, s), lx.mod(shifted, s)
+                conds += [lx.lt(o, o_size)] + ([lx.lt(tap, k)] if k < s else [])
+            else:
+                o = lx.sub(lx.floordiv(shifted, s), j)
+                tap = lx.sub(shifted, lx.mul(o, s))
+                conds += [lx.ge(o, 0), lx.lt(o, o_size), lx.lt(tap, k)]
             outs.append(lx.clamp(o, o_size))
             taps.append(tap)
         return lx.all_of(conds), outs, taps
 
     def cover_extents(self) -> tuple:
         """The number of windows along each dim that may read one input position."""
-        return tuple(ir.index(-(-k // s)) for k, s in zip(self.spec.ksize, self.spec.strides))
+        return tuple(-(-k // s) for k, s in zip(self.spec.ksize, self.spec.strides))
 
     def flat_tap(self, taps) -> ir.Expr:
         """The row-major tap number of per-dim `taps`."""
@@ -258,6 +268,19 @@ class PoolGeometry:
             start = lx.sub(lx.mul(o, s), b)
             total = lx.mul(total, lx.sub(lx.minimum(lx.add(start, k), n), lx.maximum(start, 0)))
         return total
+
+
+def known_dims(ctx, tensor, dims, what: str) -> list:
+    """`dims` (Exprs of `tensor`'s shape) with each size the graph knows statically made a
+    constant, with a run-time check that the array agrees."""
+    static = tensor.shape.dims if tensor.shape.ndims == len(dims) else None
+    out = list(dims)
+    for k, d in enumerate(out):
+        if static is not None and static[k] is not None and not ir.is_const(d):
+            ctx.check_equal(d, ir.index(static[k]), f"{what}: dimension {k} must be "
+                                                    f"{static[k]}, as the graph says")
+            out[k] = ir.index(static[k])
+    return out
 
 
 def body_axes(shape) -> tuple:
@@ -301,4 +324,5 @@ def first_max_node(g: PoolGeometry, x: Node, shape) -> Node:
 
 
 def value(e: ir.Expr, dtype) -> ir.Expr:
+    """`e` converted to `dtype` (itself when already of it)."""
     return cast(e, dtype)

@@ -8,15 +8,16 @@ their own; `tf.nn.top_k` is with the sorts, ops/sort_ops.py).
   `params` (a tensor or Variable, or a list of shards) at `ids`.  With shards, "mod" puts
   id i in shard i % n at row i // n, and "div" splits the ids into contiguous ranges, the
   first `size % n` shards one row longer, as TensorFlow does.  `max_norm` scales rows whose
-  L2 norm exceeds it down to it.  Its gradient is the dense gradient of the gather (flowjit
-  has no IndexedSlices yet).
+  L2 norm exceeds it down to it.  The gradient of each table (or shard: one gather per
+  shard) is an IndexedSlices of the rows looked up (ops/indexed_slices.py), as in
+  TensorFlow.
 """
 
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
 from ..compiler.core.graph import get_default_graph
-from . import (array_ops, fill_ops, gather_ops, join_ops, math_binary, math_cast,
+from . import (array_ops, fill_ops, gather_ops, math_binary, math_cast,
                math_compare, math_unary, reduction_ops, select_ops, shape_ops)
 from .builder import to_tensor
 
@@ -55,17 +56,23 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         tables = [to_tensor(s) for s in shards]
         if len(tables) == 1:
             out = gather_ops.gather(tables[0], ids)
-        elif partition_strategy == "div":
-            out = gather_ops.gather(join_ops.concat(tables, 0), ids)
-        else:
+        else:   # a gather per shard: each shard's gradient is its own IndexedSlices
             n = len(tables)
-            shard_of, row_of = ids % n, ids // n
-            out = None
-            for p, table in enumerate(tables):
-                last_row = math_cast.cast(shape_ops.shape(table)[0] - 1, ids.dtype)
-                rows = math_binary.minimum(row_of, last_row)
+            sizes = [math_cast.cast(shape_ops.shape(t)[0], ids.dtype) for t in tables]
+            # ids outside [0, total rows) are an InvalidArgumentError, as a gather's
+            ids = gather_ops.gather(fill_ops.range(0, math_binary.add_n(sizes), dtype=ids.dtype),
+                                    ids)
+            out, start = None, None
+            for p, (table, size) in enumerate(zip(tables, sizes)):
+                if partition_strategy == "mod":
+                    row_of, mask = ids // n, math_compare.equal(ids % n, p)
+                else:   # contiguous ranges of ids, in shard order
+                    row_of = ids if start is None else ids - start
+                    mask = math_compare.logical_and(math_compare.greater_equal(row_of, 0),
+                                                    math_compare.less(row_of, size))
+                    start = size if start is None else start + size
+                rows = math_binary.maximum(math_binary.minimum(row_of, size - 1), 0)
                 picked = gather_ops.gather(table, rows)
-                mask = math_compare.equal(shard_of, p)
                 extra = (picked.shape.ndims or 0) - (mask.shape.ndims or 0)
                 for _ in range(max(extra, 0)):   # one per embedding dimension
                     mask = array_ops.expand_dims(mask, -1)

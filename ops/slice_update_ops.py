@@ -56,10 +56,12 @@ def _kernel(ctx, inputs, attrs):
 def _gradient(op, grad):
     x, begin, end, strides, value = op.inputs
     attrs = {k: op.get_attr(k) for k in _MASKS}
+    # the slice is read before it is zeroed: the zeroing, the last reader of `grad`, may
+    # then write into grad's buffer in place (a box update) instead of copying all of it
+    d_value = slicing_ops.strided_slice(grad, begin, end, strides, **attrs)
     zeros = fill_ops.zeros_like(value)
     d_input = make_op(TENSOR_STRIDED_SLICE_UPDATE, [grad, begin, end, strides, zeros],
                       attrs).outputs[0]
-    d_value = slicing_ops.strided_slice(grad, begin, end, strides, **attrs)
     return [d_input, None, None, None,
             reshape_ops.reshape(d_value, shape_ops.shape(value))]
 

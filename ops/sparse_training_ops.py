@@ -1,6 +1,6 @@
 """TensorFlow's sparse optimizer updates: SparseApplyMomentum and SparseApplyAdagrad, the
 updates its Momentum and Adagrad optimizers apply to the rows an IndexedSlices gradient
-names (ops/indexed_slices.py; optimizers.py calls them with the rows of each index summed).
+names (ops/indexed_slices.py; optimizers/ calls them with the rows of each index summed).
 
 Inputs as TensorFlow's: SparseApplyMomentum(var, accum, lr, grad, indices, momentum) and
 SparseApplyAdagrad(var, accum, lr, grad, indices); `var` and `accum` are variables (refs,

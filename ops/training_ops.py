@@ -18,7 +18,7 @@ TensorFlow's kernels', in their order of operations:
   var -= (grad * (1 - beta1) + beta1 * m) * lr_t / (sqrt(v) + epsilon)).
 They are STATEFUL and have no gradient.  Each lowers to elementwise code computing every
 output from the same update functions the reference kernels run (on IR scalars), so an
-imported training step compiles with its updates.  flowjit's optimizers (optimizers.py)
+imported training step compiles with its updates.  flowjit's optimizers (optimizers/)
 build their updates from Assign/AssignSub instead; these ops are for imported graphs, built by the
 functions here (TensorFlow's raw op names, not part of the `tf.*` namespace).
 """

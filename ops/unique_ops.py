@@ -5,7 +5,7 @@ a vector in order of first appearance.
 first appears, and `x[i] == y[idx[i]]`; `unique_with_counts` also gives how often each
 appears.  NaNs are all distinct (a NaN equals nothing), as in TensorFlow's hash-map kernel.
 `idx` and the counts are int32 or int64 (`out_idx`).  The optimizers sum the rows of an
-IndexedSlices gradient per distinct index with it (optimizers.py).  The output's length
+IndexedSlices gradient per distinct index with it (optimizers/).  The output's length
 depends on the data, so the ops have no lowering; TensorFlow registers no gradient for them.
 """
 

@@ -20,8 +20,9 @@ replacing or adding rows; ScatterSub adds the negated rows) for vector indices w
 updates of the full shape, so an optimizer's sparse update of a small variable compiles with
 the training step (runtime/cluster_updates.py installs the new value; a compiled kernel
 writes a new array, so the update of a large table stays out of clusters and runs in place);
-the others, and other forms, run with their reference kernels.  TensorFlow declares ScatterAdd, ScatterSub, ScatterMul and
-ScatterDiv not differentiable and registers no gradient for the rest.
+the others, and other forms, run with their reference kernels.  TensorFlow declares
+ScatterAdd, ScatterSub, ScatterMul and ScatterDiv not differentiable and registers no
+gradient for the rest.
 """
 
 from __future__ import annotations

@@ -30,7 +30,11 @@ from __future__ import annotations
 
 from ..compiler.core.shapes import TensorShape
 from ..errors import InvalidArgumentError
+import numpy as np
+
 from . import control_flow_ops as cf
+from . import slice_update_ops, slicing_ops
+from .conversion import static_value
 from .fill_ops import zeros_like
 from .registry import Trait
 
@@ -70,6 +74,28 @@ def _check_recomputable(loop) -> None:
                           f"which holds the stateful op '{op.name}' ({op.type}): a second run "
                           "would draw other random numbers or apply an update twice. Move it "
                           "out of the loop, or build the loop with back_prop=False.")
+
+
+def _is_zeros(t) -> bool:
+    if t.op.type == "ZerosLike":
+        return True
+    value = static_value(t)
+    return value is not None and not np.any(value)
+
+
+def _accumulated(acc, d):
+    """acc + d.  When d is a slice written into zeros (the gradient of reading one step of
+    a captured tensor, `x[t]`), only that slice of acc changes: acc with the slice replaced
+    by acc[slice] + the slice's gradient, which a compiled loop updates in place."""
+    op = d.op
+    if op.type != "TensorStridedSliceUpdate" or not _is_zeros(op.inputs[0]):
+        return acc + d
+    _, begin, end, strides, value = op.inputs
+    masks = {k: op.get_attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                          "new_axis_mask", "shrink_axis_mask")}
+    old = slicing_ops.strided_slice(acc, begin, end, strides, **masks)
+    return slice_update_ops.tensor_strided_slice_update(acc, begin, end, strides, old + value,
+                                                        **masks)
 
 
 def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
@@ -131,7 +157,7 @@ def while_loop_gradient(loop, exit_grads: list, gradients) -> dict:
             d = next(it) if t is not None else None
             if d is None:
                 no_gradient.add(position)
-            new_accs.append(acc + d if d is not None else acc)
+            new_accs.append(_accumulated(acc, d) if d is not None else acc)
         return [k_next] + new_grads + new_accs
 
     no_gradient: set = set()   # captured tensors the body's gradient does not reach

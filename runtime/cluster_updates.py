@@ -2,8 +2,9 @@
 
 A cluster (runtime/clustering.py) may contain the variable updates Assign, AssignAdd,
 AssignSub, the row scatters ScatterUpdate, ScatterAdd and ScatterSub of small variables (a
-sparse optimizer step, ops/variable_scatter_ops.py; `IN_PLACE_SCATTER_ELEMENTS`) and TensorFlow's optimizer updates of imported graphs
-(ApplyGradientDescent, ApplyMomentum, ApplyAdam; `WRITES` says which output is the new value
+sparse optimizer step, ops/variable_scatter_ops.py; `IN_PLACE_SCATTER_ELEMENTS`) and
+TensorFlow's optimizer updates of imported graphs (ApplyGradientDescent, ApplyMomentum,
+ApplyAdam; `WRITES` says which output is the new value
 of which variable), so
 forward pass, backward pass and every optimizer update run as ONE compiled kernel, as XLA
 compiles resource-variable updates into its clusters. Inside the kernel an update is plain

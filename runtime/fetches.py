@@ -3,8 +3,8 @@
 Owns `FetchStructure`, which flattens a nested fetch argument (tensors, operations, names,
 variables in lists, tuples, namedtuples and dicts) into unique graph elements and rebuilds
 the same structure from their values (an IndexedSlices is fetched as its three tensors and
-comes back as an `IndexedSlicesValue`, as in TensorFlow), and `convert_feed`, which checks a fed value against
-the tensor it replaces (dtype kind and static shape) and converts it.
+comes back as an `IndexedSlicesValue`, as in TensorFlow), and `convert_feed`, which checks a
+fed value against the tensor it replaces (dtype kind and static shape) and converts it.
 """
 
 from __future__ import annotations

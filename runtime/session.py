@@ -107,6 +107,7 @@ class Session:
             return self._run(fetches, feed_dict, options, run_metadata)
 
     def _run(self, fetches, feed_dict, options, run_metadata):
+        """`run` itself, counted as a running step by the caller."""
         structure, tensors, targets, fetch_key = self._fetch_structure(fetches)
         feeds = self._convert_feeds(feed_dict)
         # the same feeds in another order find another (equal) plan: no set per step

@@ -185,6 +185,20 @@ def test_conv2d_transpose_is_the_input_gradient():
                                                            (1, 1), [(0, 0)] * 2))
 
 
+@pytest.mark.parametrize("data_format", ["NWC", "NCW"])
+def test_conv1d_transpose_is_conv1d_input_gradient(data_format):
+    w = RNG.standard_normal((3, 2, 4))          # [KW, out channels, in channels]
+    value = RNG.standard_normal((2, 5, 4))
+    nwc = data_format == "NWC"
+    out = _run(tf.nn.conv1d_transpose(value if nwc else np.moveaxis(value, -1, 1), w,
+                                      [2, 10, 2] if nwc else [2, 2, 10], 2, "SAME",
+                                      data_format=data_format))
+    pads = ref.window_pads("SAME", (1, 10), (1, 3), (1, 2), (1, 1))
+    want = ref.conv_input_grad(value[:, None], w[None], (2, 1, 10, 2), (1, 2), (1, 1),
+                               pads)[:, 0]
+    np.testing.assert_allclose(out, want if nwc else np.moveaxis(want, -1, 1))
+
+
 def test_depthwise_separable_and_atrous():
     x = RNG.standard_normal((2, 7, 7, 3))
     dw, pw = RNG.standard_normal((3, 3, 3, 2)), RNG.standard_normal((1, 1, 6, 4))
@@ -248,7 +262,9 @@ def test_bad_dtypes_raise_type_errors():
         with pytest.raises(TypeError, match="int32 not in list of allowed values"):
             tf.nn.conv2d(X.astype(np.int32), W.astype(np.int32), 1, "SAME")
         with pytest.raises(TypeError, match="float64 that does not match type float32"):
-            tf.nn.conv2d(X, W.astype(np.float64), 1, "SAME")
+            tf.nn.conv2d(X, tf.constant(W.astype(np.float64)), 1, "SAME")
+        # a value that is no tensor takes the input's dtype, as in TensorFlow
+        assert tf.nn.conv2d(X, W.astype(np.float64), 1, "SAME").dtype is tf.float32
         with pytest.raises(TypeError, match="input_sizes"):
             tf.nn.conv2d_backprop_input(tf.constant([1, 5, 5, 4], tf.int64), W,
                                         np.zeros((1, 5, 5, 2), np.float32), 1, "SAME")

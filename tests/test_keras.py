@@ -380,6 +380,23 @@ def test_callbacks_see_batches_and_epochs_and_can_stop_training():
         model.fit(x, y, epochs=1, callbacks=[keras.callbacks.EarlyStopping()], verbose=0)
 
 
+def test_the_learning_rate_is_fed_so_a_schedule_changes_it_between_epochs():
+    x, y = _data(rows=8)
+    model = _mlp()
+    model.compile(keras.optimizers.SGD(learning_rate=0.5), "sparse_categorical_crossentropy")
+    before = model.get_weights()
+    schedule = keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.0 if epoch else lr)
+    history = model.fit(x, y, batch_size=8, epochs=3, callbacks=[schedule], verbose=0)
+    assert history.history["lr"] == [0.5, 0.0, 0.0]
+    assert history.history["loss"][1] == history.history["loss"][2]   # no more steps
+    assert not np.allclose(model.get_weights()[0], before[0])
+    model.optimizer.learning_rate = 0.0
+    after = model.get_weights()
+    model.train_on_batch(x, y)
+    for got, want in zip(model.get_weights(), after):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_sequential_builds_as_layers_are_added_until_it_runs():
     model = keras.Sequential([layers.Dense(4, input_shape=(3,))])
     assert model.built and model.layers[0].count_params() == 16

@@ -1,4 +1,4 @@
-"""Optimizers (optimizers.py) and the global step (train.py): each update equals its formula,
+"""Optimizers (optimizers/) and the global step (train.py): each update equals its formula,
 computed by hand in NumPy, over several steps of a small quadratic problem."""
 
 import numpy as np

@@ -242,6 +242,38 @@ def test_gradient_rules_for_slices():
     np.testing.assert_array_equal(loop_v, [[2, 2], [2, 2], [2, 2], [0, 0], [0, 0], [0, 0]])
 
 
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_sharded_lookups_give_each_shard_its_slices(strategy):
+    """Three shards of a 7-row table (sizes 3, 2, 2): each shard's gradient is IndexedSlices,
+    dense it is the table's gradient split into the shards; an id past the table fails."""
+    full = np.arange(14.0).reshape(7, 2)
+    ids = np.array([6, 0, 3, 3, 5])
+    if strategy == "mod":
+        parts = [full[p::3] for p in range(3)]
+    else:
+        parts = [full[:3], full[3:5], full[5:]]
+    with tf.Graph().as_default():
+        shards = [tf.Variable(part, name=f"shard{k}") for k, part in enumerate(parts)]
+        ids_in = tf.placeholder(tf.int32, [None], name="ids")
+        rows = tf.nn.embedding_lookup(shards, ids_in, partition_strategy=strategy)
+        weights = np.arange(10.0).reshape(5, 2)
+        grads = tf.gradients(tf.reduce_sum(rows * weights), shards)
+        assert all(isinstance(g, tf.IndexedSlices) for g in grads)
+        with tf.Session(config=OFF) as sess:
+            sess.run(tf.global_variables_initializer())
+            looked_up, *dense = sess.run([rows] + [tf.convert_to_tensor(g) for g in grads],
+                                         {ids_in: ids})
+            with pytest.raises(InvalidArgumentError, match=r"= 7 is not in \[0, 7\)"):
+                sess.run(rows, {ids_in: [1, 7]})
+    np.testing.assert_array_equal(looked_up, full[ids])
+    table_grad = np.zeros_like(full)
+    np.add.at(table_grad, ids, weights)
+    expected = [table_grad[p::3] for p in range(3)] if strategy == "mod" else \
+        [table_grad[:3], table_grad[3:5], table_grad[5:]]
+    for got, want in zip(dense, expected):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_lookup_gradients_match_finite_differences():
     rng = np.random.default_rng(11)
     table = rng.standard_normal((5, 3))

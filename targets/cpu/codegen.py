@@ -269,14 +269,18 @@ class Generator:
             return reduce_nests.full_reduce_code(self, group)
         return nest_code(self, group)
 
-    def branch(self, dims, work, parallel, serial, rows_of_sums: bool = False) -> list:
+    def branch(self, dims, work, parallel, serial, rows_of_sums: bool = False,
+               dims_decide: bool = True) -> list:
         """The parallel and the serial version of a loop nest under a run-time test of the
         work; only one of them when the sizes are static (shape-specialized NumPy code), which
         also spares numba compiling a parallel region that would never run. At most
         MAX_PARALLEL_NESTS loop nests per kernel get a parallel version: the first ones, or
         those in `parallel_choice` (see generate_source); `rows_of_sums` marks a nest of
-        row reductions over run-time sizes, counted as large."""
-        if all(ir.is_const(d) for d in dims):
+        row reductions over run-time sizes, counted as large.  `dims_decide=False`: `work`
+        is not the product of `dims` (an update of a box known at run time), so static dims
+        never decide."""
+        static = dims_decide and all(ir.is_const(d) for d in dims)
+        if static:
             total = int(np.prod([d.attr for d in dims], dtype=np.int64))
             if total < PARALLEL_MIN_WORK:
                 return serial()
@@ -289,7 +293,7 @@ class Generator:
         elif self.parallel_budget <= 0:
             return serial()
         self.parallel_budget -= 1
-        if all(ir.is_const(d) for d in dims):
+        if static:
             return parallel()
         large = index_op(IndexOpKind.GE, work, Int(PARALLEL_MIN_WORK))
         return [If(large, tuple(parallel()), tuple(serial()))]

@@ -70,6 +70,12 @@ def _nests(gen, group) -> list:
     widest = max(group.members, key=lambda m: len(m.shape) + len(m.rshape))
     inner = list(widest.shape[p:]) + list(widest.rshape)
     sizes = outer + [gen.size(d) for d in inner]
+    pre = []
+    box = gen.schedule.boxes.get(id(widest)) if len(group.members) == 1 else None
+    if box:   # an in-place update loops over its box only: that is its work
+        for k in box:
+            start, stop = _bounds(gen, box[k], sizes[k], pre)
+            sizes[k] = index_op(IndexOpKind.MAX, index_op(IndexOpKind.SUB, stop, start), Int(0))
     work = index_op(IndexOpKind.MUL, *sizes) if len(sizes) > 1 else (sizes or [Int(1)])[0]
     if not outer:
         return nest(gen, group, outer, parallel=False)
@@ -78,10 +84,10 @@ def _nests(gen, group) -> list:
     rows_of_sums = widest.kind is NodeKind.REDUCE and \
         any(not ir.is_const(d) for d in widest.rshape) and \
         any(not ir.is_const(d) for d in group.outer)
-    return gen.branch(list(group.outer) + inner, work,
-                              lambda: nest(gen, group, outer, parallel=True),
-                              lambda: nest(gen, group, outer, parallel=False),
-                              rows_of_sums)
+    return pre + gen.branch(list(group.outer) + inner, work,
+                            lambda: nest(gen, group, outer, parallel=True),
+                            lambda: nest(gen, group, outer, parallel=False),
+                            rows_of_sums, dims_decide=not box)
 
 
 def nest(gen, group, outer, parallel: bool) -> list:

@@ -2,11 +2,11 @@
 with `Combiner.ADD`, with `updates[r]` added to them).
 
 The rows are written in order (the last write of a repeated row wins; added rows add up),
-one plain loop over the row's elements each; the rows were checked to be in range before this loop nest runs
-(ops/scatter_ops.py).  With enough work, the rows are first checked to be distinct (a
-bitmap of the base's rows) and, when they are, written by all threads (an embedding
-update `table[ids] -= lr * g` of 8192 rows of 64 floats: the ordered copy was the longest
-part of the kernel). When the schedule lets the scatter take `base`'s buffer
+one plain loop over the row's elements each; the rows were checked to be in range before
+this loop nest runs (ops/scatter_ops.py).  With enough work, the rows are first checked to
+be distinct (a bitmap of the base's rows) and, when they are, written by all threads (an
+embedding update `table[ids] -= lr * g` of 8192 rows of 64 floats: the ordered copy was the
+longest part of the kernel). When the schedule lets the scatter take `base`'s buffer
 (`schedule.reuse`: a dead temporary, or a donated argument), only the rows are written;
 otherwise `base` is copied into a new buffer first.
 """

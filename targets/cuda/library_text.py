@@ -9,7 +9,8 @@ ordered row scatter and the shared-memory transpose (docs/architecture.md, "The 
   Batches are the grid's z axis; an operand with one batch serves all of them.
 - `scatter_kernel`: out[rows[r]] = updates[r] for r in order: one thread per column of a
   row, each walking the rows in order, so the last write of a repeated row wins (or, adding,
-  repeated rows add up) exactly as on the CPU; a row out of range sets an error flag the host turns into ValueError.
+  repeated rows add up) exactly as on the CPU; a row out of range sets an error flag the
+  host turns into ValueError.
 - `transpose_kernel`: the last two axes of a tensor swapped through a shared-memory tile
   (TS x TS+1 to dodge bank conflicts): reads and writes are both along rows.
 """

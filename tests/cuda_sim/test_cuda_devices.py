@@ -152,3 +152,34 @@ def test_a_variable_updated_on_the_gpu_lives_there_and_saves(tmp_path):
     assert isinstance(final, np.ndarray) and isinstance(restored, np.ndarray)
     np.testing.assert_array_equal(restored, final)
     assert gpu_values.is_device_array(stored) and isinstance(cpu_stored, np.ndarray)
+
+
+def test_row_scatter_updates_of_a_variable_compile_for_the_gpu(monkeypatch):
+    """tf.scatter_add / scatter_sub of a small variable on /gpu:0 (repeated rows add up) run
+    as the CUDA target's ordered scatter kernel in its adding form (ops/variable_scatter_ops.py)."""
+    from flowjit.targets.cuda import library_text
+
+    adding, original = [], library_text.scatter_kernel
+
+    def spy(name, add=False):
+        adding.append(add)
+        return original(name, add)
+
+    monkeypatch.setattr(library_text, "scatter_kernel", spy)
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/gpu:0"):
+            v = tf.Variable(np.arange(15.0).reshape(5, 3), name="v")
+            u = tf.placeholder(tf.float64, [4, 3], name="u")
+            added = tf.scatter_add(v, tf.constant([4, 1, 4, 4]), u * 2.0)
+            subtracted = tf.scatter_sub(v, tf.constant([0, 0]), u[:2] * 1.0)
+    with tf.Session(graph=g, config=tf.ConfigProto(jit=tf.JitOptions.always())) as sess:
+        sess.run(v.initializer)
+        first = sess.run(added, {"u:0": np.ones((4, 3))})
+        second = sess.run(subtracted, {"u:0": np.ones((4, 3))})
+    expected = np.arange(15.0).reshape(5, 3)
+    np.add.at(expected, [4, 1, 4, 4], 2.0)
+    np.testing.assert_array_equal(first, expected)
+    expected[0] -= 2.0
+    np.testing.assert_array_equal(second, expected)
+    assert adding.count(True) == 2
