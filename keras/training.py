@@ -1,4 +1,5 @@
-"""`compile`, `fit`, `evaluate`, `predict` of Keras models (mixed into keras/model.py's Model).
+"""`compile`, `fit`, `evaluate`, `predict` of Keras models (mixed into keras/models.py's
+Model).
 
 `compile` records the optimizer, loss and metrics; the first fit/evaluate (or compile of a
 built model) adds to the model's graph (`Steps`): a label placeholder, the training forward

@@ -22,13 +22,13 @@ not run are zeros.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..compiler.core.graph import Tensor, get_default_graph
+from ..compiler.core.graph import get_default_graph
 from ..compiler.core.shapes import TensorShape
 from ..ops import api as ops
 from ..ops import sequence_ops
 from ..ops.loop_history import recorded_while_loop
 from ..ops.nest import flatten, pack, same_structure
-from ..ops.variable_scope import VariableScope, variable_scope
+from ..ops.variable_scope import variable_scope
 from . import rnn_noise
 from .rnn_cell import RNNCell
 

@@ -110,7 +110,8 @@ def recorded_while_loop(cond, body, loop_vars, max_iterations, write_only=(),
     all_invariants = list(invariants) + [b.shape for b in buffers]
     results = control_flow.while_loop(
         wrapped_cond, wrapped_body, leaves + buffers, shape_invariants=all_invariants,
-        parallel_iterations=parallel_iterations, name=name, maximum_iterations=bound, return_same_structure=True)
+        parallel_iterations=parallel_iterations, name=name, maximum_iterations=bound,
+        return_same_structure=True)
     loop = holder["loop"]
     _check_write_only(loop, write_only)
     rows = [None] * n

@@ -356,6 +356,6 @@ GROUPS = [
 ]
 
 # pooling and normalization (4-D inputs of their own): tests/compiled_pool_norm_groups.py
-from compiled_pool_norm_groups import group as _pool_norm_group  # noqa: E402
+from compiled_pool_norm_groups import groups as _pool_norm_groups  # noqa: E402
 
-GROUPS.append(_pool_norm_group(Group))
+GROUPS.extend(_pool_norm_groups(Group))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.core.graph import Graph, GraphKeys, get_default_graph
-from ..compiler.core.shapes import TensorShape
 from ..ops.basic_ops import placeholder
 from ..ops.variables import variables_initializer
 from ..runtime.session import Session
@@ -308,8 +307,3 @@ def _single(value, what):
                                       f"{len(value)}.")
         return value[0]
     return value
-
-
-def input_shape_of(model) -> TensorShape:
-    """The model input's static shape, batch dimension first."""
-    return model._x.shape
