@@ -125,6 +125,31 @@ def _read_by_sizes(program: ir.Program, nodes) -> set:
     return {id(e.attr) for x in exprs for e in ir.walk(x) if e.op is Scalar.LOAD}
 
 
+def _select_pieces(nodes) -> set:
+    """Ids of COMPUTE nodes that a consumer reads only inside the arms of its selects, when
+    it has two or more such producers (a concat of computed pieces, the gradient of a
+    split).  A loop nest evaluates both arms of a select, so a costly piece fused there
+    would be computed for every element of the whole: decide_inlining gives it a buffer."""
+    out = set()
+    for u in nodes:
+        if u.body is None:
+            continue
+        unguarded, stack, seen = set(), [u.body], set()
+        while stack:   # the loads reached without entering a select's arms
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if e.op is Scalar.LOAD:
+                unguarded.add(id(e.attr))
+            stack.extend(e.args[:1] if e.op is Scalar.SELECT else e.args)
+        guarded = {id(p) for p, _ in _loads(u)
+                   if id(p) not in unguarded and p.kind is NodeKind.COMPUTE}
+        if len(guarded) >= 2:
+            out.update(guarded)
+    return out
+
+
 def decide_inlining(program: ir.Program):
     """(inline ids, notes): which COMPUTE nodes fold into their consumers."""
     nodes = program.nodes()
@@ -139,6 +164,7 @@ def decide_inlining(program: ir.Program):
             must.update(id(p) for p in n.inputs)
     sized = _read_by_sizes(program, nodes)
     must |= sized
+    pieces = _select_pieces(nodes)
     inline, notes = set(), []
     total_cost: dict = {}   # id -> (ops, transcendental) of the body with inlined producers
     for n in nodes:
@@ -158,6 +184,11 @@ def decide_inlining(program: ir.Program):
             continue
         users = consumers[id(n)]
         cost, transcendental = total_cost[id(n)]
+        if id(n) in pieces and (transcendental or cost > _BROADCAST_CHEAP):
+            notes.append(f"{n.name}: materialized, not fused into {users[0].name} (one of "
+                         "its select's costly arms, as a concat's piece: fused, every element "
+                         f"would compute every arm; {cost} ops)")
+            continue
         reads = {(id(u), idx) for u in users for p, idx in _loads(u) if p is n}
         if (len(users) > 1 or len(reads) > 1) and (transcendental or cost > _EXPENSIVE_BODY):
             names = ", ".join(u.name for u in users)

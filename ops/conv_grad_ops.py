@@ -4,11 +4,11 @@ op types, input orders and attrs; conv_ops.py defines the forward ops and their 
 
 For y = conv(x, w) (Conv2D or DepthwiseConv2dNative with the same attrs):
 - BackpropInput(input_sizes, filter, out_backprop) is the gradient of sum(y * dy) with
-  respect to x, of shape `input_sizes` (an int32 [4] tensor): each output position's
-  `dy @ w[tap]^T` added back onto the input positions it read (padding dropped);
-  `nn.conv2d_transpose` is this op;
+  respect to x, of shape `input_sizes` (an int32 [4] tensor): the window gradients
+  dy @ W^T (per channel for the depthwise op) added back, tap by tap, onto the input
+  positions each window read (padding dropped); `nn.conv2d_transpose` is this op;
 - BackpropFilter(input, filter_sizes, out_backprop) is the gradient with respect to w, of
-  shape `filter_sizes`: per tap, the input window's transpose times dy.
+  shape `filter_sizes`: the windows' matrix transposed times dy (im2col^T @ dy).
 out_backprop must have the forward output's shape (an InvalidArgumentError naming the
 computed and the actual size otherwise, as TensorFlow's).  Both ops are linear in each
 data operand, so their gradients are the other two ops of the family (TensorFlow's): the

@@ -13,8 +13,9 @@ dilations above 1 may be combined (TensorFlow 2's kernels compute it; the public
 (computed in float32), float32 or float64; the input depth must equal the filter's (no
 grouped convolutions).
 
-The reference kernels loop over the window taps, each a matrix product of the strided
-input window with that tap's filter matrix.  Gradients are the backprop ops of
+The reference kernels read every window through a strided view of the zero-padded input
+(lower_window.window_view): Conv2D is that (N*OH*OW, KH*KW*C) matrix times the filter
+matrix, the depthwise op an einsum over the taps.  Gradients are the backprop ops of
 conv_grad_ops.py; the lowerings are lower_conv.py's im2col GEMM and tap reductions.
 Public functions: `conv2d` (TensorFlow 1.x signature) and `depthwise_conv2d_native`; the
 compositions (conv1d, depthwise_conv2d, conv2d_transpose, convolution, ...) are conv_api.py.

@@ -18,6 +18,7 @@ FLOWJIT_EXTRA_ATTRS = {
     "ParseExample": {"dense_keys", "dense_types"},
     "QueueDequeueV2": {"shapes"}, "QueueDequeueManyV2": {"n", "shapes"},
     "QueueDequeueUpToV2": {"n", "shapes"}, "StackPopV2": {"shape"},
+    "MaxPoolGradGrad": {"explicit_paddings"},   # flowjit's EXPLICIT padding there too
 }
 
 
