@@ -1,6 +1,6 @@
 """Cells made of cells (`tf.nn.rnn_cell`): `MultiRNNCell` stacks cells, `DropoutWrapper`
 drops out a cell's inputs, outputs and state, `ResidualWrapper` adds the input to the
-output.  The wrappers open no variable scope of their own: a wrapped cell's variables keep
+output, `DeviceWrapper` places the cell's ops on a device.  The wrappers open no variable scope of their own: a wrapped cell's variables keep
 the names they would have unwrapped (`rnn/basic_lstm_cell/kernel`), as in TensorFlow;
 `MultiRNNCell` puts cell i's under `multi_rnn_cell/cell_<i>/`.
 
@@ -23,7 +23,7 @@ from ..ops.variable_scope import variable_scope
 from . import rnn_noise
 from .rnn_cell import RNNCell, zero_state_for
 
-__all__ = ["MultiRNNCell", "DropoutWrapper", "ResidualWrapper"]
+__all__ = ["MultiRNNCell", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
 
 
 class MultiRNNCell(RNNCell):
@@ -245,3 +245,20 @@ class ResidualWrapper(_Wrapper):
             raise ValueError(f"ResidualWrapper: the inputs ({inputs.shape}) and the cell's "
                              f"output ({output.shape}) must have the same shape.")
         return output + inputs, new_state
+
+
+class DeviceWrapper(_Wrapper):
+    """The cell's ops (and its zero state) placed on `device` (`tf.device`'s argument)."""
+
+    def __init__(self, cell, device):
+        super().__init__(cell)
+        self._device = device
+
+    def zero_state(self, batch_size, dtype):
+        """The wrapped cell's zero state, on the device."""
+        with get_default_graph().device(self._device):
+            return super().zero_state(batch_size, dtype)
+
+    def call(self, inputs, state, scope=None):
+        with get_default_graph().device(self._device):
+            return self._cell(inputs, state, scope=scope)

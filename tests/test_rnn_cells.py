@@ -209,6 +209,14 @@ def test_residual_wrapper_adds_the_input():
     np.testing.assert_allclose(new, inner, rtol=1e-12)
 
 
+def test_device_wrapper_places_the_cell_ops():
+    cell = rnn_cell.DeviceWrapper(rnn_cell.GRUCell(2), "/cpu:0")
+    out, _ = cell(tf.constant(_inputs(0)), cell.zero_state(B, tf.float64))
+    assert out.op.device.endswith("CPU:0")
+    (got,), var = _values([out])
+    assert sorted(var)[0] == "gru_cell/candidate/bias:0" and got.shape == (B, 2)
+
+
 def test_dropout_wrapper_keeps_or_scales_and_spares_the_lstm_memory():
     x = _inputs(0)
     keep = tf.placeholder_with_default(tf.constant(1.0, tf.float64), [])
