@@ -22,7 +22,6 @@ not run are zeros.
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..compiler.core.graph import get_default_graph
 from ..compiler.core.shapes import TensorShape
 from ..ops import api as ops
 from ..ops import sequence_ops
@@ -113,22 +112,21 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     dimension; `final_state` is the state after each entry's last step."""
     _check_cell(cell, "dynamic_rnn")
     del swap_memory
-    graph = get_default_graph()
     with variable_scope(scope or "rnn"):
         flat = _time_major(flatten(inputs), time_major, "dynamic_rnn")
         lengths = _lengths(sequence_length, "dynamic_rnn")
         batch_size = _batch_size(flat, 1)
         _check_lengths_match(lengths, batch_size, "dynamic_rnn")
         state = _initial_state(cell, initial_state, batch_size, dtype, "dynamic_rnn")
-        outputs, final_state = _dynamic_loop(graph, cell, inputs, flat, lengths, batch_size,
-                                             state, parallel_iterations or 32)
+        outputs, final_state = _dynamic_loop(cell, inputs, flat, lengths, batch_size, state,
+                                             parallel_iterations or 32)
         if not time_major:
             outputs = [ops.transpose(o, [1, 0] + list(range(2, o.shape.ndims)))
                        for o in outputs]
         return pack(cell.output_size, outputs), final_state
 
 
-def _dynamic_loop(graph, cell, inputs, flat, lengths, batch_size, state, parallel_iterations):
+def _dynamic_loop(cell, inputs, flat, lengths, batch_size, state, parallel_iterations):
     """The while loop of dynamic_rnn: (flat output buffers [time, batch, ...], state)."""
     static_time = flat[0].shape.as_list()[0]
     time_steps = static_time if static_time is not None else ops.shape(flat[0])[0]

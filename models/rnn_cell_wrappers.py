@@ -1,8 +1,9 @@
 """Cells made of cells (`tf.nn.rnn_cell`): `MultiRNNCell` stacks cells, `DropoutWrapper`
 drops out a cell's inputs, outputs and state, `ResidualWrapper` adds the input to the
-output, `DeviceWrapper` places the cell's ops on a device.  The wrappers open no variable scope of their own: a wrapped cell's variables keep
-the names they would have unwrapped (`rnn/basic_lstm_cell/kernel`), as in TensorFlow;
-`MultiRNNCell` puts cell i's under `multi_rnn_cell/cell_<i>/`.
+output, `DeviceWrapper` places the cell's ops on a device.  The wrappers open no variable
+scope of their own: a wrapped cell's variables keep the names they would have unwrapped
+(`rnn/basic_lstm_cell/kernel`), as in TensorFlow; `MultiRNNCell` puts cell i's under
+`multi_rnn_cell/cell_<i>/`.
 
 Dropout (`x / keep_prob` where a uniform draw is below `keep_prob`, else 0) inside
 `dynamic_rnn` draws its numbers through models/rnn_noise.py: for all time steps at once,

@@ -45,6 +45,11 @@ from .nest_code import nest_code
 from .parallel_budget import MAX_PARALLEL_NESTS
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
+# In a while loop's condition and body a parallel region is launched at every iteration,
+# and each launch waits for every thread of the pool: on a busy machine one that is not
+# running costs a scheduler slice (milliseconds), at every iteration.  Loop nests of a
+# per-iteration function go parallel from this much work only (products: matmul_code.py).
+PER_ITERATION_PARALLEL_MIN_WORK = 1 << 20
 
 TILE = 64   # iterations per side of a tile of a nest that reads across rows (loop_tile.py)
 
@@ -62,8 +67,12 @@ class Generator:
     """State of generating one kernel's loop program."""
 
     def __init__(self, schedule: Schedule, name: str = "kernel", parallel_choice=None,
-                 quick: bool = False):
+                 quick: bool = False, per_iteration: bool = False):
         self.schedule = schedule
+        # a while loop's condition or body (while_code.py): run once per iteration
+        self.per_iteration = per_iteration
+        self.parallel_min_work = (PER_ITERATION_PARALLEL_MIN_WORK if per_iteration
+                                  else PARALLEL_MIN_WORK)
         self.quick = quick   # Tier.QUICK: serial nests only, products through BLAS
         self.parallel_choice = frozenset() if quick else parallel_choice  # indices of
         # branch() calls made parallel
@@ -282,7 +291,7 @@ class Generator:
         static = dims_decide and all(ir.is_const(d) for d in dims)
         if static:
             total = int(np.prod([d.attr for d in dims], dtype=np.int64))
-            if total < PARALLEL_MIN_WORK:
+            if total < self.parallel_min_work:
                 return serial()
         request = len(self.parallel_requests)
         self.parallel_requests.append((parallel_budget.work_estimate(dims),
@@ -295,7 +304,7 @@ class Generator:
         self.parallel_budget -= 1
         if static:
             return parallel()
-        large = index_op(IndexOpKind.GE, work, Int(PARALLEL_MIN_WORK))
+        large = index_op(IndexOpKind.GE, work, Int(self.parallel_min_work))
         return [If(large, tuple(parallel()), tuple(serial()))]
 
 
@@ -314,30 +323,33 @@ def _serial(stmt) -> tuple:
     return (stmt,)
 
 
-def loop_program(schedule: Schedule, name: str = "kernel") -> LoopProgram:
+def loop_program(schedule: Schedule, name: str = "kernel",
+                 per_iteration: bool = False) -> LoopProgram:
     """The kernel's loop program, before the CPU passes.  When more loop nests could run in
     parallel than MAX_PARALLEL_NESTS, it is generated again with the ones of the most work
     parallel, and beyond those up to MAX_LARGE_NESTS surely of at least LARGE_WORK elements
     or of row reductions over run-time sizes (parallel_budget.py).  The first ones, as the
     first pass has it, left 20 matrix-vector products of an unrolled power iteration on one
     thread after the fourth."""
-    first = Generator(schedule, name)
+    first = Generator(schedule, name, per_iteration=per_iteration)
     program = first.generate()
     requests = first.parallel_requests
     if len(requests) <= MAX_PARALLEL_NESTS:
         return program
-    again = Generator(schedule, name, parallel_budget.choose(requests))
+    again = Generator(schedule, name, parallel_budget.choose(requests),
+                      per_iteration=per_iteration)
     second = again.generate()
     return second if len(again.parallel_requests) == len(requests) else program
 
 
 def lowered_loop_program(schedule: Schedule, name: str = "kernel",
-                         tier: Tier = Tier.OPTIMIZED) -> LoopProgram:
+                         tier: Tier = Tier.OPTIMIZED, per_iteration: bool = False) -> LoopProgram:
     """The kernel's loop program at `tier` after the CPU passes of LOOP_PASSES (verified
-    after each one when FLOWJIT_VERIFY_LOOP_IR is set: compiler/loop_verify.py)."""
+    after each one when FLOWJIT_VERIFY_LOOP_IR is set: compiler/loop_verify.py);
+    `per_iteration`: a while loop's condition or body (PER_ITERATION_PARALLEL_MIN_WORK)."""
     if tier is Tier.QUICK:
         return run_passes(quick_loop_program(schedule, name), LOOP_PASSES)
-    return run_passes(loop_program(schedule, name), LOOP_PASSES)
+    return run_passes(loop_program(schedule, name, per_iteration), LOOP_PASSES)
 
 
 def generate_source(schedule: Schedule, name: str = "kernel", stages=None,

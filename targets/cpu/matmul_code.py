@@ -39,6 +39,9 @@ from .gemm_tiles import narrow_columns
 from .gram_code import gram_lines, is_gram
 
 SPLIT_MIN_WORK = 1 << 19     # multiply-adds: below this one BLAS call on one thread is best
+# in a while loop's condition or body (codegen.PER_ITERATION_PARALLEL_MIN_WORK): a split
+# product launches a parallel region at every iteration
+PER_ITERATION_SPLIT_MIN_WORK = 1 << 24
                              # (a 1000x1000 float64 matrix-vector product, 1M, is split)
 PARTIAL_MAX_ELEMENTS = 1 << 18  # C small enough to keep one partial copy of it per block
 ADD, MUL, DIV, GE = IndexOpKind.ADD, IndexOpKind.MUL, IndexOpKind.FLOORDIV, IndexOpKind.GE
@@ -82,18 +85,19 @@ def matmul_lines(gen, node) -> list:
     m, n = node.shape
     narrow = narrow_columns(node.dtype.np_dtype.name) if gemm_mode() == "own" else 0
     k = node.inputs[0].shape[0 if ta else 1]
-    if all(ir.is_const(d) for d in (m, n, k)) and m.attr * n.attr * k.attr < SPLIT_MIN_WORK:
+    if all(ir.is_const(d) for d in (m, n, k)) and m.attr * n.attr * k.attr < _split_min(gen):
         narrow = 0   # small and static: one BLAS call, and the kernel links no GEMM code
     if narrow and not is_gram(node):
         # flowjit's GEMM (gemm.py), which splits the product across the threads itself;
         # products narrower than half its tile go to BLAS, split here
-        own = [_call("gemm_parallel", a_t, b_t, out, Int(split_blocks()))]
+        blocks = _gemm_blocks(gen, m, n, k)
+        own = [_call("gemm_parallel", a_t, b_t, out, blocks)]
         narrow_stmts = _blas_lines(gen, node, a, b, out)
         epilogue = gen.schedule.epilogues.get(id(node))
         if epilogue is not None and not ta:
             # the consumer nest runs inside the GEMM (compiler/gemm_epilogue.py); where
             # BLAS computes the product it runs after it, as a nest
-            own = [_call("gemm_epilogue", a_t, b_t, out, Int(split_blocks()),
+            own = [_call("gemm_epilogue", a_t, b_t, out, blocks,
                          _bias_text(gen, epilogue), Int(int(epilogue.relu)))]
             only_own = ir.is_const(n) and n.attr >= narrow
             narrow_stmts = narrow_stmts + gen.absorb(
@@ -102,7 +106,7 @@ def matmul_lines(gen, node) -> list:
             # a.T @ b with few columns (the weight gradient x.T @ dz): as (b.T @ a).T it
             # has many columns, and a's rows are read in place, unpacked
             flipped = [_call("gemm_parallel", b if tb else b + ".T", a, f"{out}.T",
-                             Int(split_blocks()))]
+                             blocks)]
             narrow_stmts = [If(index_op(GE, gen.size(m), Int(narrow)), tuple(flipped),
                                tuple(narrow_stmts))]
         if ir.is_const(n):
@@ -110,6 +114,23 @@ def matmul_lines(gen, node) -> list:
         return stmts + [If(index_op(GE, gen.size(n), Int(narrow)), tuple(own),
                            tuple(narrow_stmts))]
     return stmts + _blas_lines(gen, node, a, b, out)
+
+
+def _split_min(gen) -> int:
+    """The multiply-adds from which a product is split across the threads."""
+    return PER_ITERATION_SPLIT_MIN_WORK if gen.per_iteration else SPLIT_MIN_WORK
+
+
+def _gemm_blocks(gen, m, n, k):
+    """The `blocks` argument of flowjit's GEMM: the threads (it goes serial itself below
+    SPLIT_MIN_WORK), or in a per-iteration function 1 below PER_ITERATION_SPLIT_MIN_WORK."""
+    threads = split_blocks()
+    if not gen.per_iteration or threads == 1:
+        return Int(threads)
+    if all(ir.is_const(d) for d in (m, n, k)):
+        return Int(threads if m.attr * n.attr * k.attr >= _split_min(gen) else 1)
+    work = " * ".join(gen.text(gen.size(d)) for d in (m, n, k))
+    return Source(f"({threads} if {work} >= {_split_min(gen)} else 1)")
 
 
 def _call(fn: str, *args) -> Do:
@@ -137,7 +158,7 @@ def _blas_lines(gen, node, a, b, out) -> list:
     k = node.inputs[0].shape[0 if ta else 1]
     dims = (m, n, k)
     if all(ir.is_const(d) for d in dims):
-        if int(np.prod([d.attr for d in dims], dtype=np.int64)) < SPLIT_MIN_WORK:
+        if int(np.prod([d.attr for d in dims], dtype=np.int64)) < _split_min(gen):
             return single
         if is_gram(node):
             return gram_lines(gen, a, out, gen.size(m), transposed=bool(ta))
@@ -147,7 +168,7 @@ def _blas_lines(gen, node, a, b, out) -> list:
         split = gram_lines(gen, a, out, gen.size(m), transposed=bool(ta))
     else:
         split = _split_lines(gen, node, a, b_t, out, ta, tb, dims)
-    return [If(index_op(GE, work, Int(SPLIT_MIN_WORK)), tuple(split), tuple(single))]
+    return [If(index_op(GE, work, Int(_split_min(gen))), tuple(split), tuple(single))]
 
 
 def _batched_lines(gen, node) -> list:
@@ -169,7 +190,7 @@ def _batched_lines(gen, node) -> list:
     if gen.quick:
         return stmts + [Loop(LoopKind.SERIAL, "bi", Int(0), count, (call,))]
     many = index_op(IndexOpKind.AND, index_op(IndexOpKind.GT, count, Int(1)),
-                    index_op(GE, work, Int(SPLIT_MIN_WORK)))
+                    index_op(GE, work, Int(_split_min(gen))))
     return stmts + [If(many, (Loop(LoopKind.PARALLEL, "bi", Int(0), count, (call,)),),
                        (Loop(LoopKind.SERIAL, "bi", Int(0), count, (call,)),))]
 

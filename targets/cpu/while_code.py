@@ -3,7 +3,9 @@ values): a `while` statement inside the kernel, calling the loop's condition and
 
 The condition and the body are closed kernel-IR programs (compiler/core/ir.py `WhileSpec`).
 Each is scheduled with the kernel's own schedule options and generated into a function of
-its own by the same code generator (codegen.py, at the kernel's tier), named
+its own by the same code generator (codegen.py, at the kernel's tier; it runs once per
+iteration, so only larger loop nests and products go parallel there: a parallel region per
+iteration waits for every thread each time), named
 `<kernel>_w<k>_cond` / `_body` with module-level constants of its own prefix; the kernel's
 loop program lists them in `functions`, render.py writes them before the kernel, and
 build.py compiles them with numba before it, so the kernel calls them as compiled functions
@@ -39,7 +41,8 @@ def while_lines(gen, node) -> list:
     programs = []
     for part, program in (("cond", spec.cond), ("body", spec.body)):
         schedule = make_schedule(program, gen.schedule.options)
-        programs.append(lowered_loop_program(schedule, f"{base}_{part}", gen.tier))
+        programs.append(lowered_loop_program(schedule, f"{base}_{part}", gen.tier,
+                                             per_iteration=True))
     gen.functions.extend(programs)
     cond_name, body_name = (p.name for p in programs)
     carried = [gen.names.fresh("var") for _ in range(n)]
