@@ -42,6 +42,7 @@ from . import (library_code, matmul_code, parallel_budget, reduce_nests, render,
                scalar_code, scatter_code, vector_width, while_code)
 from .emitter import Emitter, Names
 from .nest_code import nest_code
+from .outline import outline_source
 from .parallel_budget import MAX_PARALLEL_NESTS
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
@@ -359,7 +360,7 @@ def generate_source(schedule: Schedule, name: str = "kernel", stages=None,
     program = lowered_loop_program(schedule, name, tier)
     if stages is not None:
         stages["loop IR"] = loop_program_text(program)
-    return render.render(program)
+    return outline_source(render.render(program))
 
 
 def numpy_dtype_name(dtype) -> str:
