@@ -159,18 +159,26 @@ class Graph:
         finally:
             state.device.pop()
 
-    def _current_device(self, op_proto=None) -> str:
-        """The device the scopes ask for: nested `device` scopes merge as in TensorFlow (an
-        inner '/cpu:1' inside '/job:worker' gives '/job:worker/device:CPU:1'); None or a
-        function's empty answer clears the outer ones."""
+    def _current_device(self, op=None) -> str:
+        """The device the scopes ask for `op`, applied innermost first as in TensorFlow: a
+        name merges under what inner scopes set (an inner '/cpu:1' inside '/job:worker'
+        gives '/job:worker/device:CPU:1'); a function is called with the op, its `device`
+        being what the inner scopes set so far, and its answer replaces that (a device
+        function such as `train.replica_device_setter` merges it itself); None, or a
+        function's empty answer, clears the outer scopes."""
         spec = DeviceSpec()
-        for d in self._state().device:
+        for d in reversed(self._state().device):
             if callable(d):
-                d = d(op_proto)
-            if d is None or d == "":
-                spec = DeviceSpec()
+                if op is not None:
+                    op._device = spec.to_string()
+                d = d(op)
+                if d is None or d == "":
+                    break
+                spec = DeviceSpec.parse(d)
                 continue
-            spec = spec.merged_with(DeviceSpec.parse(d))
+            if d is None or d == "":
+                break
+            spec = DeviceSpec.parse(d).merged_with(spec)
         return spec.to_string()
 
     @contextlib.contextmanager
@@ -238,8 +246,9 @@ class Graph:
                 inputs, controls = context.prepare_inputs(op_def, inputs, controls)
             input_ops = {t.op for t in inputs}
             controls = [c for c in controls if c not in input_ops]
-            op = Operation(self, op_def, op_name, inputs, attrs, controls,
-                           self._current_device(), _user_frames())
+            op = Operation(self, op_def, op_name, inputs, attrs, controls, "",
+                           _user_frames())
+            op._device = self._current_device(op)
             op._cf_context = context
             colocation = self._current_colocation()
             if colocation:
