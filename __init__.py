@@ -39,7 +39,7 @@ from .runtime.process_tuning import process_tuned, tune_process
 from .runtime.autodiff_api import grad, value_and_grad
 from .runtime.session import InteractiveSession, Session, get_default_session
 from .targets.cpu.cache import cache_dir, clear_cache
-from . import client, gfile, nn, summary, train  # noqa: E402
+from . import client, distributed, gfile, nn, summary, train  # noqa: E402
 from .protos import Event, SessionLog, Summary  # noqa: E402
 from . import keras  # noqa: E402  - tf.keras: Sequential, layers, compile/fit (keras/)
 from .models import layers, losses, metrics  # noqa: E402  - tf.layers, tf.losses, tf.metrics

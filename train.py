@@ -2,8 +2,8 @@
 
 Kept small: it re-exports what lives elsewhere (optimizers from `optimizers/`, `Saver` and
 `latest_checkpoint` from `runtime/checkpoint.py`, the queue runners and batching from
-`runtime/queue_runner.py`, `ClusterSpec` and `replica_device_setter` from
-`runtime/cluster_spec.py` and `runtime/device_setter.py`) and holds only thin glue: `write_graph` and
+`runtime/queue_runner.py`, `ClusterSpec`, `replica_device_setter` and `Server` from
+`runtime/cluster_spec.py`, `runtime/device_setter.py` and `runtime/local_cluster.py`) and holds only thin glue: `write_graph` and
 the global-step helpers (an int64 variable named "global_step" in the GLOBAL_STEP collection).
 """
 
@@ -26,6 +26,7 @@ from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, b
                                    string_input_producer)
 from .runtime.cluster_spec import ClusterSpec
 from .runtime.device_setter import replica_device_setter
+from .runtime.local_cluster import Server
 from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
@@ -40,7 +41,7 @@ __all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer",
            "piecewise_constant", "Coordinator", "QueueRunner", "add_queue_runner",
            "start_queue_runners", "batch", "shuffle_batch", "input_producer",
            "string_input_producer", "Example", "Features", "Feature", "BytesList",
-           "FloatList", "Int64List", "ClusterSpec", "replica_device_setter"]
+           "FloatList", "Int64List", "ClusterSpec", "replica_device_setter", "Server"]
 
 
 def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,

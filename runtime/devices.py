@@ -303,6 +303,14 @@ def make_devices(device_count: dict | None = None, gpus: bool = True) -> list:
     return devices
 
 
+def task_devices(prefixes: list) -> list:
+    """One CPU device per task of an in-process cluster (runtime/local_cluster.py), named
+    `<prefix>/device:CPU:0`, the cores shared between them."""
+    cores = _cpu_count()
+    return [Device(CPU, 0, _share(cores, len(prefixes), i), prefix=prefix)
+            for i, prefix in enumerate(prefixes)]
+
+
 def _share(cores: int, n: int, i: int) -> int:
     """Device i's share of `cores` split over n devices (at least one thread each)."""
     return max(1, cores // n + (1 if i < cores % n else 0))

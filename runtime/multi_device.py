@@ -64,12 +64,14 @@ class MultiDevicePlan:
         self._graph_defs = None
 
     @classmethod
-    def build(cls, fetches, targets, fed, devices, config, group, cost_model):
+    def build(cls, fetches, targets, fed, devices, config, group, cost_model,
+              home_task=False):
         options: PlacementOptions = config.placement
         ops = needed_ops(fetches, targets, fed)
         colocate = _frames(ops) if needs_control_flow(ops) else []
         placed = placement.place(ops, devices, allow_soft_placement=config.allow_soft_placement,
-                                 cost_model=cost_model, fed=frozenset(fed), colocate=colocate)
+                                 cost_model=cost_model, fed=frozenset(fed), colocate=colocate,
+                                 home_task=home_task)
         if config.log_device_placement:
             print(placement.placement_log(placed), file=sys.stderr, flush=True)
         parts = device_partition.partition(ops, placed, fed, options.compress_transfers)

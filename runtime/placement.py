@@ -50,6 +50,8 @@ estimate.  `transfer_seconds` = `TRANSFER_LATENCY` + bytes / 5e9.
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 
 from ..compiler.core.device_spec import DeviceSpec
@@ -269,13 +271,32 @@ def _fail(op, members, devices, running, specs, soft):
 
 
 _RELAX = (lambda s: s, DeviceSpec.without_index, lambda s: DeviceSpec())
+_VARIABLE_TYPES = ("VariableV2", "Variable", "VarHandleOp")
+
+
+def _requests(members, specs) -> set:
+    """The device requests a colocation group must satisfy.  A variable's request wins
+    over a conflicting one of an op taking its reference, as in TensorFlow, where
+    `tf.assign(v, ...)` made under `replica_device_setter` asks for the worker but runs
+    with `v` on its ps task; requests that agree with the variable's all count."""
+    requests = {_spec(m, specs) for m in members if m.device}
+    held = {_spec(m, specs) for m in members if m.device and m.type in _VARIABLE_TYPES}
+    if not held or len(requests) == len(held):
+        return requests
+    return held | {r for r in requests if all(_agree(r, h) for h in held)}
+
+
+def _agree(a: DeviceSpec, b: DeviceSpec) -> bool:
+    """Whether two requests can name the same device (no field set differently)."""
+    return all(x is None or y is None or x == y
+               for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b)))
 
 
 def _feasible(members, devices, running, specs, soft) -> list:
     """The devices a colocation group may run on (rule 2, relaxed by rule 3 when soft)."""
     run = [m for m in members if m in running]
     kernel_ok = [d for d in devices if all(d.supports(m) for m in run)]
-    requests = {_spec(m, specs) for m in members if m.device}
+    requests = _requests(members, specs)
     for relax in (_RELAX if soft else _RELAX[:1]):
         relaxed = [relax(s) for s in requests]
         out = [d for d in kernel_ok if all(s.matches(d.spec) for s in relaxed)]
@@ -304,10 +325,13 @@ def _feasible(members, devices, running, specs, soft) -> list:
 # --- placing ----------------------------------------------------------------------------------
 
 def place(ops, devices, *, allow_soft_placement=False, cost_model=None,
-          fed=frozenset(), colocate=()) -> dict:
+          fed=frozenset(), colocate=(), home_task=False) -> dict:
     """{op: Device} for every op of `ops` (the ops a step runs, in graph order) over
     `devices` (device 0 is the default), by the rules of the module docstring.  Raises
-    InvalidArgumentError when an op's request or colocation cannot be satisfied."""
+    InvalidArgumentError when an op's request or colocation cannot be satisfied.
+    `home_task` (a Session of a cluster's task, runtime/local_cluster.py): groups whose
+    requests name no job go to device 0, the Session's own task, as in TensorFlow, instead
+    of where the cost model would put them."""
     ops = list(ops)
     devices = list(devices)
     if not devices:
@@ -326,6 +350,9 @@ def place(ops, devices, *, allow_soft_placement=False, cost_model=None,
     group_of, options = {}, {}
     for root, members in _groups(ops, colocate).items():
         feasible = _feasible(members, devices, running, specs, soft)
+        if home_task and devices[0] in feasible and \
+                all(_spec(m, specs).job is None for m in members):
+            feasible = [devices[0]]   # a cluster Session's own task takes what no job names
         options[root] = feasible
         for m in members:
             group_of[m] = root

@@ -29,7 +29,7 @@ import numpy as np
 from ..compiler.core.graph import Operation, Tensor, get_default_graph
 from ..compiler.core.session_hook import get_default_session  # noqa: F401 - public name
 from ..compiler.core.session_hook import default_sessions, push_interactive, remove_interactive
-from . import clustering, devices, graph_optimizer, placement
+from . import clustering, devices, graph_optimizer, local_cluster, placement
 from .trace_events import compile_events_since
 from .config import ConfigProto, NodeStats, TraceLevel, graph_rewrites, jit_options
 from .device_partition import Partition, partition_graph_defs
@@ -72,8 +72,10 @@ class Session:
         rewrites = graph_rewrites(self._config)
         self._optimize = functools.partial(graph_optimizer.optimize, options=rewrites) \
             if rewrites.enabled else None
-        self._devices = devices.make_devices(self._config.device_count,
-                                             gpus=_asks_for_gpus(self.graph))
+        self._target = target or ""
+        tasks = local_cluster.task_prefixes(self._target)
+        self._devices = devices.task_devices(tasks) if tasks else devices.make_devices(
+            self._config.device_count, gpus=_asks_for_gpus(self.graph))
         self._cost_model = placement.CostModel()
         self._multi_plans: dict = {}
         self._placements: dict = {}   # one-device plans: key -> {op: device}
@@ -89,7 +91,8 @@ class Session:
 
     @property
     def sess_str(self) -> str:
-        return ""
+        """The target this Session was made with ('' for this process's devices)."""
+        return self._target
 
     def list_devices(self):
         """The session's devices (name, device_type, memory_limit_bytes, incarnation)."""
@@ -165,7 +168,8 @@ class Session:
         plan = self._multi_plans.get(key)
         if plan is None:
             plan = MultiDevicePlan.build(tensors, targets, feeds, self._devices, self._config,
-                                         self._group, self._cost_model)
+                                         self._group, self._cost_model,
+                                         home_task=bool(self._target))
             self._multi_plans[key] = plan
         timeout, trace = None, None
         if options is not None:
