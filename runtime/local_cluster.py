@@ -12,7 +12,9 @@ names its own task (`local://<id>/job:worker/task:1`); that task's device comes 
 ops no request places go to it, as the ops of a TensorFlow client go to its own task.
 
 Nothing leaves the process: the tasks' addresses are kept for `ClusterSpec` queries only.
-Variables live in the Session's state, one value per variable as on its task.  A target
+Variables and queues live in the cluster's state, shared by name by every Session connected
+to it (a worker's Session sees what the chief initialized and what other workers trained,
+as clients of a TensorFlow cluster do); shutting the cluster down closes its queues.  A target
 that is not registered here (`grpc://...`) is an InvalidArgumentError, not ignored.
 """
 
@@ -24,10 +26,12 @@ import threading
 from .. import errors
 from ..compiler.core.device_spec import DeviceSpec
 from .cluster_spec import ClusterSpec
+from .state import SessionState
 
 SCHEME = "local://"
 _LOCK = threading.Lock()
 _CLUSTERS: dict = {}        # cluster id -> ClusterSpec
+_STATES: dict = {}          # cluster id -> SessionState shared by its Sessions
 _IDS = itertools.count(1)
 
 
@@ -36,7 +40,16 @@ def register(spec: ClusterSpec) -> str:
     with _LOCK:
         cluster_id = str(next(_IDS))
         _CLUSTERS[cluster_id] = spec
+        _STATES[cluster_id] = SessionState()
     return SCHEME + cluster_id
+
+
+def shared_state(target: str) -> SessionState:
+    """The variables and queues of `target`'s cluster, shared by every Session connected
+    to it (in TensorFlow they live on their tasks, found by name by every client)."""
+    cluster_id, _ = _split(target)
+    with _LOCK:
+        return _STATES[cluster_id]
 
 
 def unregister(target: str) -> None:
@@ -44,6 +57,9 @@ def unregister(target: str) -> None:
     cluster_id, _ = _split(target)
     with _LOCK:
         _CLUSTERS.pop(cluster_id, None)
+        state = _STATES.pop(cluster_id, None)
+    if state is not None:
+        state.close_resources()
 
 
 def task_prefixes(target: str) -> list:

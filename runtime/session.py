@@ -74,6 +74,8 @@ class Session:
             if rewrites.enabled else None
         self._target = target or ""
         tasks = local_cluster.task_prefixes(self._target)
+        if tasks:   # the cluster's variables and queues: shared by its Sessions, by name
+            self._state = local_cluster.shared_state(self._target)
         self._devices = devices.task_devices(tasks) if tasks else devices.make_devices(
             self._config.device_count, gpus=_asks_for_gpus(self.graph))
         self._cost_model = placement.CostModel()
@@ -283,7 +285,8 @@ class Session:
     def close(self):
         """Release the session's state; further `run` calls raise RuntimeError."""
         self._closed = True
-        self._state.close_resources()   # threads blocked on a queue wake up (CancelledError)
+        if not self._target:   # a cluster's queues outlive a Session that used them
+            self._state.close_resources()   # blocked threads wake up (CancelledError)
         self._state = SessionState()
         self._plans.clear()
         self._multi_plans.clear()

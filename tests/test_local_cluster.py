@@ -141,3 +141,34 @@ def test_local_server_is_one_task():
             assert sess.run(c) == 6.0
             assert [d.name for d in sess.list_devices()] == [
                 "/job:localhost/replica:0/task:0/device:CPU:0"]
+
+
+def test_sessions_of_a_cluster_share_its_variables():
+    """Between-graph replication: each worker builds its own graph and Session; the
+    variables are the cluster's, by name, so the chief's initialization and every worker's
+    updates are seen by all (as clients of a TensorFlow cluster see them)."""
+    with tf.distributed.LocalCluster(CLUSTER) as cluster:
+        def worker(k):
+            graph = tf.Graph()
+            with graph.as_default():
+                with tf.device(tf.train.replica_device_setter(cluster=cluster.cluster_spec)):
+                    v = tf.Variable(10.0, name="v")
+                    bump = tf.assign_add(v, float(k + 1))
+                init = tf.global_variables_initializer()
+            return tf.Session(cluster.task_target("worker", k), graph=graph), v, bump, init
+
+        s0, v0, bump0, init0 = worker(0)
+        s1, v1, bump1, init1 = worker(1)
+        s0.run(init0)                       # the chief initializes
+        assert s1.run(v1) == 10.0           # the other worker sees it without initializing
+        s1.run(bump1)
+        s0.run(bump0)
+        assert s0.run(v0) == s1.run(v1) == 13.0
+        s1.close()
+        assert s0.run(v0) == 13.0           # closing one client leaves the variables
+        s0.close()
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0, name="v")
+        with tf.Session() as sess:          # a plain Session has its own
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(v) == 1.0
