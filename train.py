@@ -25,8 +25,16 @@ from .runtime.queue_runner import (Coordinator, QueueRunner, add_queue_runner, b
                                    input_producer, shuffle_batch, start_queue_runners,
                                    string_input_producer)
 from .runtime.cluster_spec import ClusterSpec
+from .runtime.global_step import get_global_step
 from .runtime.device_setter import replica_device_setter
 from .runtime.local_cluster import Server
+from .runtime.monitored_session import (ChiefSessionCreator, MonitoredSession,
+                                        MonitoredTrainingSession, Scaffold,
+                                        SingularMonitoredSession, WorkerSessionCreator)
+from .runtime.session_hooks import (CheckpointSaverHook, LoggingTensorHook,
+                                    NanLossDuringTrainingError, NanTensorHook,
+                                    SecondOrStepTimer, SessionRunArgs, SessionRunContext,
+                                    SessionRunHook, SessionRunValues, StopAtStepHook)
 from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
                                  get_checkpoint_state, latest_checkpoint, list_variables,
                                  load_variable)
@@ -41,7 +49,12 @@ __all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer",
            "piecewise_constant", "Coordinator", "QueueRunner", "add_queue_runner",
            "start_queue_runners", "batch", "shuffle_batch", "input_producer",
            "string_input_producer", "Example", "Features", "Feature", "BytesList",
-           "FloatList", "Int64List", "ClusterSpec", "replica_device_setter", "Server"]
+           "FloatList", "Int64List", "ClusterSpec", "replica_device_setter", "Server",
+           "MonitoredSession", "MonitoredTrainingSession", "SingularMonitoredSession",
+           "Scaffold", "ChiefSessionCreator", "WorkerSessionCreator", "SessionRunHook",
+           "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
+           "CheckpointSaverHook", "NanTensorHook", "NanLossDuringTrainingError",
+           "LoggingTensorHook", "SecondOrStepTimer"]
 
 
 def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,
@@ -78,22 +91,6 @@ def write_graph(graph_or_graph_def, logdir, name, as_text: bool = True) -> str:
 
 
 # --- the global step ----------------------------------------------------------------------------
-
-
-def get_global_step(graph=None):
-    """The graph's global-step variable (GLOBAL_STEP collection, else the tensor
-    "global_step:0"), or None when it has none."""
-    graph = graph if graph is not None else get_default_graph()
-    found = graph.get_collection(GraphKeys.GLOBAL_STEP)
-    if len(found) > 1:
-        raise TypeError(f"Multiple tensors in the {GraphKeys.GLOBAL_STEP!r} collection: "
-                        f"{[v.name for v in found]}.")
-    if found:
-        return found[0]
-    try:
-        return graph.get_tensor_by_name("global_step:0")
-    except KeyError:
-        return None
 
 
 def create_global_step(graph=None):

@@ -48,6 +48,8 @@ class GraphKeys:
     TRAIN_OP = "train_op"
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
+    SAVERS = "savers"
+    LOCAL_INIT_OP = "local_init_op"
 
 
 class Graph:
