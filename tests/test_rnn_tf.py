@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from conftest import assert_like_recorded
+from conftest import assert_like_recorded, recorded_result
 from flowjit.runtime import loop_steps
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -31,14 +31,6 @@ TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-6)}
 CONFIGS = {"reference kernels": tf.ConfigProto(jit=False),
            "compiled by the reference target": tf.ConfigProto(
                jit=tf.JitOptions.always(target="reference"))}
-
-
-def _expected(name):
-    leaves, i = [], 0
-    while f"{name}:{i}" in RECORDED:
-        leaves.append(RECORDED[f"{name}:{i}"])
-        i += 1
-    return str(RECORDED[f"{name}:structure"]), leaves
 
 
 def test_fixture_covers_every_program():
@@ -58,7 +50,7 @@ def test_program_matches_tensorflow(name, config, monkeypatch, compiled_calls):
     monkeypatch.setattr(tf, "Session", lambda *a, **k: make(*a, **{**k, "config":
                                                                     CONFIGS[config]}))
     monkeypatch.setattr(loop_steps.LoopStep, "__init__", loop_step)
-    want_structure, want = _expected(name)
+    want_structure, want = recorded_result(RECORDED, name)
     got_structure, got = PROGRAMS.run_program(tf, name, tf.contrib.rnn)
     assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)
     if config == "reference kernels":

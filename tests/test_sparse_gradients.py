@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from conftest import assert_like_recorded
+from conftest import assert_like_recorded, recorded_result
 from flowjit.errors import InvalidArgumentError
 from flowjit.ops import indexed_slices
 from flowjit.runtime import cluster_updates
@@ -50,14 +50,6 @@ TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-5), np.dtype(np.float64): (1e-5, 1
 COMPILED = {"embedding_gradient", "sgd_sparse"}
 
 
-def _expected(name):
-    leaves, i = [], 0
-    while f"{name}:{i}" in RECORDED:
-        leaves.append(RECORDED[f"{name}:{i}"])
-        i += 1
-    return str(RECORDED[f"{name}:structure"]), leaves
-
-
 def test_the_fixture_covers_every_program():
     recorded = {k.split(":")[0] for k in RECORDED if not k.startswith("_meta")}
     assert recorded == set(CASES.PROGRAMS)
@@ -67,7 +59,7 @@ def test_the_fixture_covers_every_program():
 @pytest.mark.parametrize("name", sorted(CASES.PROGRAMS))
 def test_program_matches_tensorflow(name, monkeypatch):
     monkeypatch.setenv("FLOWJIT_JIT", "never")
-    want_structure, want = _expected(name)
+    want_structure, want = recorded_result(RECORDED, name)
     got_structure, got = CASES.run_program(tf, name)
     assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)
 
@@ -75,7 +67,7 @@ def test_program_matches_tensorflow(name, monkeypatch):
 @pytest.mark.parametrize("name", sorted(COMPILED))
 def test_compiled_program_matches_tensorflow(name, compiled_calls, monkeypatch):
     monkeypatch.setenv("FLOWJIT_JIT", "always")
-    want_structure, want = _expected(name)
+    want_structure, want = recorded_result(RECORDED, name)
     got_structure, got = CASES.run_program(tf, name)
     assert compiled_calls, "no compiled kernel ran"
     assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from conftest import assert_like_recorded
+from conftest import assert_like_recorded, recorded_result
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 _spec = importlib.util.spec_from_file_location("flowjit_tf1_control_flow",
@@ -24,14 +24,6 @@ PROGRAMS = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(PROGRAMS)
 RECORDED = dict(np.load(os.path.join(FIXTURES, "tf1_control_flow.npz")))
 TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-10, 1e-12)}
-
-
-def _expected(name):
-    leaves, i = [], 0
-    while f"{name}:{i}" in RECORDED:
-        leaves.append(RECORDED[f"{name}:{i}"])
-        i += 1
-    return str(RECORDED[f"{name}:structure"]), leaves
 
 
 def test_fixture_covers_every_program():
@@ -43,6 +35,6 @@ def test_fixture_covers_every_program():
 @pytest.mark.parametrize("name", sorted(PROGRAMS.PROGRAMS))
 def test_program_matches_tensorflow(name, policy, monkeypatch):
     monkeypatch.setenv("FLOWJIT_JIT", policy)
-    want_structure, want = _expected(name)
+    want_structure, want = recorded_result(RECORDED, name)
     got_structure, got = PROGRAMS.run_program(tf, name)
     assert_like_recorded(name, got_structure, got, want_structure, want, TOLERANCES)
