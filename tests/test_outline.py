@@ -1,11 +1,12 @@
-"""Outlining long generated functions into parts (targets/cpu/outline.py).
+"""Outlining long loop programs into parts (targets/cpu/outline.py, a loop-IR pass).
 
-The rewritten module must compute what the original computes: both are executed as plain
-Python (the rewrite is of Python source; numba sees the same semantics) on sources shaped
-like the generated ones (checks, `# loop nest` comments, buffers bound in both branches of an
-`if`, names bound on one path only, loop-carried names, an early return), and the cut
-points must respect Python's binding rules.  tests/test_outline_compiled.py runs outlined
-kernels through numba against the reference target.
+The outlined program must compute what the original computes: synthetic kernels shaped
+like the generated ones (checks, `loop nest` comments, buffers bound in both branches of an
+`if`, names bound on one path only, loop-carried names, an early return) are made into loop
+programs (a Verbatim statement per top-level statement), outlined, rendered by the CPU
+target's renderer, and run as plain Python beside the original (numba compiles the same
+semantics); the cut points must respect Python's binding rules.
+tests/test_outline_compiled.py runs outlined kernels through numba against NumPy.
 """
 
 from __future__ import annotations
@@ -16,7 +17,29 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from flowjit.targets.cpu import outline
+from flowjit.compiler.loop_ir import Comment, LoopProgram, Verbatim
+from flowjit.targets.cpu import outline, render
+
+
+def outline_source(source: str) -> str:
+    """The module `source` defines (one `kernel` function) as a loop program of Verbatim
+    statements and comments, outlined and rendered."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    constants = tuple((n.targets[0].id, ast.get_source_segment(source, n.value))
+                      for n in tree.body if isinstance(n, ast.Assign))
+    body, previous_end = [], func.body[0].lineno - 1
+    for stmt in func.body:
+        for line in lines[previous_end:stmt.lineno - 1]:   # comments between statements
+            if line.strip().startswith("# "):
+                body.append(Comment(line.strip()[2:]))
+        text = [ln[4:] for ln in lines[stmt.lineno - 1:stmt.end_lineno]]
+        body.append(Verbatim(tuple(text)))
+        previous_end = stmt.end_lineno
+    program = LoopProgram("kernel", tuple(a.arg for a in func.args.args), constants,
+                          tuple(body))
+    return render.render(outline.outline(program))
 
 
 def _nest(k: int, kind: int) -> list:
@@ -104,7 +127,7 @@ def test_outlined_module_computes_the_same(kinds, early_return, n, size, chunk):
     saved = outline.CHUNK_LINES
     outline.CHUNK_LINES = chunk
     try:
-        rewritten = outline.outline_source(source)
+        rewritten = outline_source(source)
     finally:
         outline.CHUNK_LINES = saved
     x = np.arange(size, dtype=np.float64) - 1.5
@@ -117,7 +140,7 @@ def test_outlined_module_computes_the_same(kinds, early_return, n, size, chunk):
 
 def test_long_function_is_cut_into_parts_listed_as_subkernels():
     source = _source([0, 1, 0, 3, 0, 1, 0], early_return=False)
-    rewritten = outline.outline_source(source)
+    rewritten = outline_source(source)
     tree = ast.parse(rewritten)
     defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     parts = [d for d in defs if d.startswith("kernel_p")]
@@ -134,7 +157,7 @@ def test_long_function_is_cut_into_parts_listed_as_subkernels():
 def test_name_bound_on_one_path_is_never_passed_unbound():
     """extra0 is bound only when n > 3: the part reading it must be the part binding it."""
     source = _source([2, 0, 0, 0], early_return=False)
-    rewritten = outline.outline_source(source)
+    rewritten = outline_source(source)
     tree = ast.parse(rewritten)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -147,19 +170,30 @@ def test_name_bound_on_one_path_is_never_passed_unbound():
 
 def test_short_and_unsupported_functions_stay_whole():
     short = "def kernel(x):\n    y = x + 1\n    return (y,)\n"
-    assert outline.outline_source(short) == short
+    assert "kernel_p" not in outline_source(short)
     with_comprehension = _source([0, 0, 0, 0], False).replace(
         "    total = 0.0", "    total = sum([0.0 for _ in range(2)])")
-    assert outline.outline_source(with_comprehension) == with_comprehension
+    assert "kernel_p" not in outline_source(with_comprehension)
+    assert "kernel_p" in outline_source(_source([0, 0, 0, 0], False))
 
 
-def test_existing_subkernels_stay_listed():
-    source = _source([0, 0, 0, 0, 0], False).replace(
-        "C0 = np.int64(3)", "SUBKERNELS = ('kernel_w0_body',)  # compiled first\nC0 = np.int64(3)")
-    rewritten = outline.outline_source(source)
-    line = next(ln for ln in rewritten.splitlines() if ln.startswith("SUBKERNELS"))
+def test_functions_the_program_had_stay_listed():
+    """A while loop's body (a function the kernel already calls) stays, after the parts."""
+    body = LoopProgram("kernel_w0_body", ("a",), (), (Verbatim(("return (a,)",)),))
+    tree = ast.parse(_source([0, 0, 0, 0, 0], False))
+    source = _source([0, 0, 0, 0, 0], False)
+    program = ast.parse(outline_source(source))   # parts only
+    parts = [n.name for n in program.body if isinstance(n, ast.FunctionDef)]
+    assert len(parts) > 2
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    lp = LoopProgram("kernel", tuple(a.arg for a in func.args.args), (("C0", "3"),),
+                     (Verbatim(("q = kernel_w0_body(x)",)),) + tuple(
+                         Verbatim((ln,)) for ln in ["v = 1"] * (outline.MIN_LINES + 1))
+                     + (Verbatim(("return (q,)",)),), (body,))
+    rendered = render.render(outline.outline(lp))
+    line = next(ln for ln in rendered.splitlines() if ln.startswith("SUBKERNELS"))
     names = ast.literal_eval(line.split("=", 1)[1].split("#")[0].strip())
-    assert names[-1] == "kernel_w0_body" and len(names) > 1
+    assert names[0] == "kernel_w0_body" and len(names) >= 2
 
 
 def test_name_rebound_on_one_path_is_passed_in_and_returned(monkeypatch):
@@ -167,7 +201,7 @@ def test_name_rebound_on_one_path_is_passed_in_and_returned(monkeypatch):
     (so it is bound on the other path) and returns it, instead of being merged away."""
     monkeypatch.setattr(outline, "CHUNK_LINES", 1)
     source = _source([0, 4, 0, 0], early_return=False)
-    rewritten = outline.outline_source(source)
+    rewritten = outline_source(source)
     part = next(n for n in ast.parse(rewritten).body if isinstance(n, ast.FunctionDef)
                 and "total = 1.5" in ast.unparse(n))
     assert part.name != "kernel"

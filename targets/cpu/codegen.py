@@ -15,7 +15,8 @@ of parallel nests from parallel_budget.py.
 The CPU passes of `LOOP_PASSES` then transform the loop program (`tile`: nests that read an
 array across rows, such as `a + a.T`, in tiles: compiler/loop_tile.py; row_jam.jam_rows:
 unroll-and-jam of row reductions; vector_width.widen: `wide_vectors()` first in the kernel
-and in every parallel loop body) and render.py prints it; nothing edits the text afterwards
+and in every parallel loop body; outline.outline: a long program cut into functions of a
+few loop nests) and render.py prints it; nothing edits the text afterwards
 (docs/architecture.md: target-specific transformations are passes over the loop IR).
 
 This module sees only kernel IR (`compiler.core.ir`) and the schedule; it knows no graph ops.
@@ -42,7 +43,7 @@ from . import (library_code, matmul_code, parallel_budget, reduce_nests, render,
                scalar_code, scatter_code, vector_width, while_code)
 from .emitter import Emitter, Names
 from .nest_code import nest_code
-from .outline import outline_source
+from .outline import outline
 from .parallel_budget import MAX_PARALLEL_NESTS
 
 PARALLEL_MIN_WORK = 1 << 16  # elements: below this a loop nest runs on one thread
@@ -61,7 +62,8 @@ def tile(program: LoopProgram) -> LoopProgram:
     return tile_nests(program, TILE)
 
 
-LOOP_PASSES = (("tile", tile), ("jam_rows", row_jam.jam_rows), ("widen", vector_width.widen))
+LOOP_PASSES = (("tile", tile), ("jam_rows", row_jam.jam_rows), ("widen", vector_width.widen),
+               ("outline", outline))
 
 
 class Generator:
@@ -360,7 +362,7 @@ def generate_source(schedule: Schedule, name: str = "kernel", stages=None,
     program = lowered_loop_program(schedule, name, tier)
     if stages is not None:
         stages["loop IR"] = loop_program_text(program)
-    return outline_source(render.render(program))
+    return render.render(program)
 
 
 def numpy_dtype_name(dtype) -> str:

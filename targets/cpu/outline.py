@@ -1,159 +1,142 @@
-"""Outlining: a long generated function is cut into functions of a few loop nests each.
+"""Outlining: a long loop program is cut into functions of a few loop nests each, a CPU
+pass over the loop IR (`LOOP_PASSES` in codegen.py; it runs on the kernel and on each while
+loop's condition and body).
 
 numba's compile time grows faster than a function's length: its reaching-definitions,
 liveness and SSA passes walk every block for every variable (docs/architecture.md,
-"Compile time").  A training step's kernel is one function of 1,200-1,400 lines and
-compiled in about a minute; cut into functions of about `CHUNK_LINES` lines that the kernel
-calls, the same code compiles several times faster, and runs as fast (a call per loop nest
-costs nanoseconds; each part keeps its own `prange` loops, so the kernel itself is serial).
+"Compile time").  A training step's kernel is one function of 1,200-1,400 generated lines
+and compiled in about a minute; cut into functions of about `CHUNK_LINES` lines that the
+kernel calls, the same code compiles several times faster, and runs as fast (a call per
+loop nest costs nanoseconds; each part keeps its own `prange` loops).
 
-`outline_source(source, names)` rewrites the generated module's text (render.py's output)
-and returns the new text; the functions named in `names` are cut when longer than
-`MIN_LINES`.  A part is a run of whole top-level statements, split where a loop nest begins
-(render.py's `# loop nest` comments), so its comments stay with its code.  Each part becomes
-`def <function>_p<k>(<names it reads that are set before it>)`, returning the names it sets
-that later code reads; the function calls it in its place.  A name is passed or returned
-only where Python's rules make it surely bound there (`_bound`): a part that would read a
-name bound in an earlier part only on some paths is merged with that earlier part.  The
-new functions are listed in SUBKERNELS (build.py compiles them with the same numba options;
-each gets numba's `parallel` only if it has a `prange` loop).
+`outline(program)` leaves programs shorter than `MIN_LINES` rendered lines alone.  A part is
+a run of whole top-level statements, cut where a loop nest begins (the `loop nest` comments
+of codegen.py), so comments stay with their code.  Each part becomes a `LoopProgram` in the
+program's `functions`, `<program>_p<k>(<names it reads that are set before it>)`, returning
+the names it binds that later code reads; the program calls it in its place (a `Verbatim`
+call that declares the names it binds).  Which names a statement reads and binds is read
+from its rendered text with Python's `ast` (the text is only analysed: what the target
+renders is the new loop program).  A name is passed or returned only where Python's rules
+make it surely bound there (`_bound`): a part that would read a name bound in an earlier
+part only on some paths is merged with that earlier part.  render.py lists the parts in
+SUBKERNELS; build.py compiles each with the kernel's numba options (`parallel` only for a
+part with a `prange` loop).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+
+from ...compiler.loop_ir import LoopProgram, Return, StmtKind, Var, Verbatim
+from . import render
+from .render import INDENT
+from .vector_width import WIDE
 
 MIN_LINES = 160      # functions shorter than this stay whole
 CHUNK_LINES = 70     # a part grows by whole loop nests until it has this many lines
-NEST_MARK = "# loop nest "
+NEST_MARK = "loop nest "
 _UNSUPPORTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                 ast.Global, ast.Nonlocal, ast.FunctionDef, ast.ClassDef, ast.With, ast.Try,
                 ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Delete)
 
 
 class _Unsupported(Exception):
-    """A statement the analysis does not model: the function is left whole."""
+    """A statement the analysis does not model: the program is left whole."""
 
 
-def outline_source(source: str, names=None) -> str:
-    """`source` with each function of `names` (default: every function it defines) longer
-    than MIN_LINES cut into parts."""
-    tree = ast.parse(source)
-    if names is None:
-        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
-    lines = source.split("\n")
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    edits = []      # (first line, last line, replacement lines), 1-based, inclusive
-    new_defs = []   # (line before which the new functions go, their lines, their names)
-    for name in names:
-        func = functions.get(name)
-        if func is None or func.end_lineno - func.lineno + 1 < MIN_LINES:
+def outline(program: LoopProgram) -> LoopProgram:
+    """`program` cut into parts when longer than MIN_LINES (module docstring)."""
+    if len(render.lines(program.body, INDENT)) < MIN_LINES:
+        return program
+    body = program.body
+    lead = body[:1] if body and body[0] == WIDE else ()
+    try:
+        units = _units(body[len(lead):])
+        plan = _plan(program, units)
+    except _Unsupported:
+        return program
+    if plan is None:
+        return program
+    new_body, parts = list(lead), []
+    bound = set(program.params)
+    for k, (group, later) in enumerate(plan):
+        stmts = _stmts(group)
+        returns = any(u.returns for u in group)
+        args, results, after, _ = _signature(stmts, plan.stored, later, bound)
+        bound |= after if not returns else _bound(stmts, bound)
+        ir_stmts = tuple(s for u in group for s in u.ir)
+        if returns:      # kept in place
+            new_body.extend(ir_stmts)
             continue
-        try:
-            plan = _plan(func, lines)
-        except _Unsupported:
-            continue
-        if plan is None:
-            continue
-        calls, parts = plan
-        edits.extend(calls)
-        new_defs.append((func.lineno, parts, [p[0] for p in parts]))
-    if not edits:
-        return source
-    for first, last, replacement in sorted(edits, reverse=True):
-        lines[first - 1:last] = replacement
-    added_names = []
-    for before, parts, part_names in sorted(new_defs, reverse=True):
-        block = []
-        for _, text in parts:
-            block += text + ["", ""]
-        lines[before - 1:before - 1] = block
-        added_names = part_names + added_names
-    return _list_subkernels("\n".join(lines), added_names)
+        name = f"{program.name}_p{k}"
+        tail = (Return(tuple(Var(r) for r in results)),) if results else ()
+        parts.append(LoopProgram(name, tuple(args), (), lead + ir_stmts + tail))
+        call = f"{name}({', '.join(args)})"
+        if results:
+            call = f"({', '.join(results)},) = {call}"
+        new_body.append(Verbatim((call,), tuple(results)))
+    return dataclasses.replace(program, body=tuple(new_body),
+                               functions=tuple(program.functions) + tuple(parts))
 
 
-def _list_subkernels(source: str, added: list) -> str:
-    """Add `added` to the module's SUBKERNELS tuple (made when missing), before the
-    functions already listed (callers compile lazily, so order is only for reading)."""
-    marker = "\nSUBKERNELS = "
-    start = source.find(marker)
-    if start < 0:
-        first_def = source.find("\ndef ")
-        line = f"\nSUBKERNELS = {tuple(added)!r}  # compiled first\n"
-        return source[:first_def] + line + source[first_def:]
-    end = source.find("\n", start + 1)
-    listed = ast.literal_eval(source[start + len(marker):end].split("#")[0].strip())
-    line = f"\nSUBKERNELS = {tuple(added) + tuple(listed)!r}  # compiled first"
-    return source[:start] + line + source[end:]
+class _Plan(list):
+    """[(group, names later groups read)] with `stored`: every name the program binds."""
 
 
-def _plan(func: ast.FunctionDef, lines: list):
-    """(call edits, [(part name, part lines)]) cutting `func`, or None when it has no
-    place to cut."""
-    for node in ast.walk(func):
-        if node is not func and isinstance(node, _UNSUPPORTED):
-            raise _Unsupported(type(node).__name__)
-    body = func.body
-    units = _units(body, lines, func)
+def _plan(program: LoopProgram, units: list):
+    """The program's units grouped into parts, merged until every cut is safe; None when
+    fewer than two parts remain."""
     if len(units) < 2:
         return None
     groups = _group(units)
-    params = {a.arg for a in func.args.args}
-    stored = _stored_names(func) | params
-    while True:
+    params = set(program.params)
+    stored = {n.id for u in units for s in u.tree for n in ast.walk(s)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | params
+    while len(groups) > 1:
         bad = _first_unsafe(groups, params, stored)
         if bad is None:
             break
+        bad = max(bad, 1)
         groups[bad - 1:bad + 1] = [groups[bad - 1] + groups[bad]]
     if len(groups) < 2:
         return None
-    parts, calls = [], []
-    indent = " " * body[0].col_offset
-    bound = set(params)
-    for k, (group, later) in enumerate(zip(groups, _later_reads(groups, stored))):
-        stmts = _stmts(group)
-        returns = any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
-        args, results, after, _ = _signature(stmts, stored, later, bound)
-        bound |= after if not returns else _bound(stmts, bound)
-        if returns:      # kept in place
-            continue
-        part_name = f"{func.name}_p{k}"
-        first, last = group[0].first, group[-1].last
-        text = [f"def {part_name}({', '.join(args)}):"]
-        if _calls_wide_vectors(func):
-            text.append(f"{indent}wide_vectors()")
-        text += [indent + ln[len(indent):] if ln.startswith(indent) else ln
-                 for ln in lines[first - 1:last]]
-        call = f"{part_name}({', '.join(args)})"
-        if results:
-            text.append(f"{indent}return ({', '.join(results)},)")
-            call = f"({', '.join(results)},) = {call}"
-        parts.append((part_name, text))
-        calls.append((first, last, [indent + call]))
-    return (calls, parts) if parts else None
+    plan = _Plan(zip(groups, _later_reads(groups, stored)))
+    plan.stored = stored
+    return plan
 
 
 class _Unit:
-    """Top-level statements of one loop nest: lines first..last (with its comment)."""
+    """Top-level statements of one loop nest: the loop-IR statements, their Python syntax
+    trees (for the analysis), their rendered length, whether one returns."""
 
-    def __init__(self, first: int):
-        self.first, self.last, self.stmts = first, first, []
+    def __init__(self):
+        self.ir, self.tree, self.size, self.returns = [], [], 0, False
+
+    def add(self, stmt) -> None:
+        text = render.lines((stmt,), "")
+        self.ir.append(stmt)
+        self.size += len(text)
+        if stmt.kind is not StmtKind.COMMENT:   # parsed as a function body (a return)
+            inner = ast.parse("def _part():\n" + "\n".join(INDENT + t for t in text)).body[0]
+            for node in ast.walk(inner):
+                if node is not inner and isinstance(node, _UNSUPPORTED):
+                    raise _Unsupported(type(node).__name__)
+                self.returns = self.returns or isinstance(node, ast.Return)
+            self.tree.extend(inner.body)
 
 
-def _units(body: list, lines: list, func) -> list:
-    """The function's top-level statements grouped by loop nest (a `# loop nest` comment
-    starts a unit); statements before the first nest (checks) form the first unit."""
-    marks = [i + 1 for i in range(func.lineno, func.end_lineno)
-             if lines[i].strip().startswith(NEST_MARK)]
+def _units(body) -> list:
+    """The statements grouped by loop nest: a `loop nest` comment starts a unit; each
+    statement before the first nest (the checks) is a unit of its own."""
     units: list = []
+    in_nests = False
     for stmt in body:
-        start = max([m for m in marks if m <= stmt.lineno] or [stmt.lineno])
-        if isinstance(stmt, ast.Expr) and stmt is body[0]:
-            continue    # the leading wide_vectors() call stays in the function
-        if not units or start > units[-1].last:
-            units.append(_Unit(min(start, stmt.lineno)))
-        units[-1].stmts.append(stmt)
-        units[-1].last = stmt.end_lineno
+        starts = stmt.kind is StmtKind.COMMENT and stmt.text.startswith(NEST_MARK)
+        in_nests = in_nests or starts
+        if not units or starts or not in_nests:
+            units.append(_Unit())
+        units[-1].add(stmt)
     return units
 
 
@@ -162,7 +145,7 @@ def _group(units: list) -> list:
     groups, current, size = [], [], 0
     for unit in units:
         current.append(unit)
-        size += unit.last - unit.first + 1
+        size += unit.size
         if size >= CHUNK_LINES:
             groups.append(current)
             current, size = [], 0
@@ -172,7 +155,7 @@ def _group(units: list) -> list:
 
 
 def _stmts(group: list) -> list:
-    return [s for unit in group for s in unit.stmts]
+    return [s for unit in group for s in unit.tree]
 
 
 def _later_reads(groups: list, stored: set) -> list:
@@ -215,18 +198,9 @@ def _first_unsafe(groups: list, params: set, stored: set):
     return None
 
 
-def _stored_names(func) -> set:
-    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Store)}
-
-
 def _stored_in(stmts: list) -> set:
     return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Store)}
-
-
-def _calls_wide_vectors(func) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "wide_vectors" for n in ast.walk(func))
 
 
 def _reads(stmts: list) -> set:
