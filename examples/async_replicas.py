@@ -48,14 +48,16 @@ def build(cluster_spec):
     return graph, x, y, loss, train, w
 
 
-def train(workers: int = 2, steps: int = 300, batch: int = 32, seed: int = 0) -> dict:
-    """Train asynchronously; returns the final loss, each worker's steps and the time."""
+def train(workers: int = 2, steps: int = 300, batch: int = 32, seed: int = 0,
+          backend: str = "threads") -> dict:
+    """Train asynchronously; returns the final loss, each worker's steps and the time.
+    `backend`: "threads" (every task in this process) or "ray" (a process per task)."""
     x_all, y_all, _ = make_data(seed)
     shards = np.array_split(np.arange(len(x_all)), workers)
     cluster_def = {"ps": ["ps0:2222"], "worker": [f"w{k}:2222" for k in range(workers)]}
     ran = [0] * workers
     errors = []
-    with tf.distributed.LocalCluster(cluster_def) as cluster:
+    with tf.distributed.LocalCluster(cluster_def, backend=backend) as cluster:
         def work(k: int) -> None:
             try:
                 graph, x, y, _, train_op, _ = build(cluster.cluster_spec)

@@ -42,21 +42,26 @@ _STEP_IDS = itertools.count(1)
 
 
 def execute_devices(plans, feeds: dict, state, deadline=None, trace=None,
-                    cost_model=None) -> dict:
+                    cost_model=None, rendezvous=None, step_id=None) -> dict:
     """Run one step over every device's plan; returns {tensor: value} of what each device
-    computed and kept (fetched tensors).  Raises the step's first error (module docstring)."""
-    return _Step(plans, feeds, state, deadline, trace, cost_model).run()
+    computed and kept (fetched tensors).  Raises the step's first error (module docstring).
+
+    A task of a cluster (runtime/task_server.py) runs its own plan only, with the step's
+    `rendezvous` and `step_id` given by the master, so its Sends reach other processes
+    and their Recvs find this step's values; otherwise each step has a fresh rendezvous."""
+    return _Step(plans, feeds, state, deadline, trace, cost_model, rendezvous, step_id).run()
 
 
 class _Step:
-    def __init__(self, plans, feeds, state, deadline, trace, cost_model):
+    def __init__(self, plans, feeds, state, deadline, trace, cost_model, rendezvous=None,
+                 step_id=None):
         self.plans = plans
         self.state = state
         self.deadline = deadline
         self.trace = trace
         self.cost_model = cost_model
-        self.rendezvous = Rendezvous()
-        self.step_id = next(_STEP_IDS)
+        self.rendezvous = rendezvous if rendezvous is not None else Rendezvous()
+        self.step_id = step_id if step_id is not None else next(_STEP_IDS)
         self.values = [dict(feeds) for _ in plans]
         self.pending = [list(p.pending) for p in plans]
         self.readers = [collections.Counter(p.readers) for p in plans]

@@ -1,72 +1,64 @@
-"""Clusters of tasks inside this process: `flowjit.distributed.LocalCluster` and
-`tf.train.Server`, with the in-process backend (docs/architecture.md, "Clusters").
+"""Clusters of tasks: `flowjit.distributed.LocalCluster` and `tf.train.Server`, and the
+targets Sessions connect to (docs/architecture.md, "Clusters").
 
-A cluster (a `ClusterSpec`) is registered under a target string, `local://<id>`; a
-Session created with such a target (`tf.Session(cluster.target)`, `tf.Session(server.target)`)
-has one CPU device per task, named as the task (`/job:ps/replica:0/task:0/device:CPU:0`),
-each with its share of the cores, and runs a step across them as a multi-device Session
-does: ops are placed by their `tf.device` requests (`/job:ps/task:1`, a
-`replica_device_setter`), every edge between tasks becomes a Send/Recv pair met in the
-step's rendezvous, and the first error ends the step on every task.  A server's target
-names its own task (`local://<id>/job:worker/task:1`); that task's device comes first, so
-ops no request places go to it, as the ops of a TensorFlow client go to its own task.
+A cluster (a `ClusterSpec`) is registered under a target string, `local://<id>`; a Session
+made with it (`tf.Session(cluster.target)`, `tf.Session(server.target)`) has one CPU device
+per task, named as the task (`/job:ps/replica:0/task:0/device:CPU:0`), and runs its steps
+through a master (runtime/master.py): ops are placed by their `tf.device` requests
+(`/job:ps/task:1`, a `replica_device_setter`), each task gets its partition once, every
+edge between tasks becomes a Send/Recv pair, and a step is one call per task.  A server's
+target names its own task (`local://<id>/job:worker/task:1`); that task's device comes
+first, so ops no request places go to it, as the ops of a TensorFlow client go to its own
+task.
 
-Nothing leaves the process: the tasks' addresses are kept for `ClusterSpec` queries only.
-Variables and queues live in the cluster's state, shared by name by every Session connected
-to it (a worker's Session sees what the chief initialized and what other workers trained,
-as clients of a TensorFlow cluster do); shutting the cluster down closes its queues.  A target
-that is not registered here (`grpc://...`) is an InvalidArgumentError, not ignored.
+The tasks run on a backend (runtime/cluster_backend.py): `backend="ray"` (the default)
+starts each task as a Ray actor, a process of its own, in the Ray cluster this process is
+connected to (a new local one on loopback when none is; Ray is the optional
+`distributed` extra); `backend="threads"` runs every task in this process.  Variables and
+queues live on their tasks, shared by name by every Session connected to the cluster (a
+worker's Session sees what the chief initialized and what other workers trained, as
+clients of a TensorFlow cluster do).  Shutting a cluster down ends its tasks (and the Ray
+instance it started).  A target that is not registered here (`grpc://...`) is an
+InvalidArgumentError, not ignored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
 import threading
 
 from .. import errors
 from ..compiler.core.device_spec import DeviceSpec
+from .cluster_backend import BackendKind, ThreadBackend
 from .cluster_spec import ClusterSpec
-from .state import SessionState
+from .master import Master
 
 SCHEME = "local://"
 _LOCK = threading.Lock()
-_CLUSTERS: dict = {}        # cluster id -> ClusterSpec
-_STATES: dict = {}          # cluster id -> SessionState shared by its Sessions
+_CLUSTERS: dict = {}        # cluster id -> LocalCluster
 _IDS = itertools.count(1)
 
 
-def register(spec: ClusterSpec) -> str:
-    """Register `spec`; returns its target, `local://<id>`."""
-    with _LOCK:
-        cluster_id = str(next(_IDS))
-        _CLUSTERS[cluster_id] = spec
-        _STATES[cluster_id] = SessionState()
-    return SCHEME + cluster_id
+def task_names(spec: ClusterSpec) -> list:
+    """The device-name prefixes of the tasks of `spec`, in job and task order."""
+    return [f"/job:{job}/replica:0/task:{i}" for job in spec.jobs
+            for i in spec.task_indices(job)]
 
 
-def shared_state(target: str) -> SessionState:
-    """The variables and queues of `target`'s cluster, shared by every Session connected
-    to it (in TensorFlow they live on their tasks, found by name by every client)."""
+def connect(target: str, graph, config) -> Master:
+    """A master running `graph`'s steps on the cluster of `target` (module docstring)."""
+    prefixes = task_prefixes(target)
     cluster_id, _ = _split(target)
     with _LOCK:
-        return _STATES[cluster_id]
-
-
-def unregister(target: str) -> None:
-    """Forget the cluster of `target` (Sessions already made keep their devices)."""
-    cluster_id, _ = _split(target)
-    with _LOCK:
-        _CLUSTERS.pop(cluster_id, None)
-        state = _STATES.pop(cluster_id, None)
-    if state is not None:
-        state.close_resources()
+        cluster = _CLUSTERS[cluster_id]
+    return Master(cluster.backend, prefixes, graph, config)
 
 
 def task_prefixes(target: str) -> list:
     """The device-name prefixes of the tasks of `target`'s cluster, the target's own task
-    first; [] for the empty target (this process's devices)."""
-    if not target:
-        return []
+    first."""
     if not isinstance(target, str):
         raise TypeError(f"A Session target must be a string, got {target!r}.")
     if not target.startswith(SCHEME):
@@ -77,13 +69,13 @@ def task_prefixes(target: str) -> list:
             "pass its .target; '' runs on this process's devices.")
     cluster_id, own = _split(target)
     with _LOCK:
-        spec = _CLUSTERS.get(cluster_id)
-    if spec is None:
+        cluster = _CLUSTERS.get(cluster_id)
+    if cluster is None:
         raise errors.InvalidArgumentError(
             None, None, f"Session target {target!r}: its cluster was shut down (or never "
             "started in this process).")
-    prefixes = [f"/job:{job}/replica:0/task:{i}" for job in spec.jobs
-                for i in spec.task_indices(job)]
+    spec = cluster.cluster_spec
+    prefixes = task_names(spec)
     if own is not None:
         mine = f"/job:{own.job}/replica:0/task:{own.task}"
         if mine not in prefixes:
@@ -103,18 +95,47 @@ def _split(target: str) -> tuple:
 
 
 class LocalCluster:
-    """Every task of a ClusterSpec (or its dict), run in this process.
+    """Every task of a ClusterSpec (or its dict), started on this machine.
 
     `with LocalCluster({"ps": [...], "worker": [...]}) as cluster:` then
     `tf.Session(cluster.target)` (ops no request places go to the first task) or
-    `tf.Session(cluster.task_target("worker", 1))`.  Leaving the block shuts it down."""
+    `tf.Session(cluster.task_target("worker", 1))`.  Leaving the block shuts it down.
+    `backend`: "ray" (a Ray actor per task; `address` is passed to `ray.init` when this
+    process is not connected to Ray yet, None starting a local instance on loopback) or
+    "threads" (every task in this process).  The tasks' addresses in the spec are only
+    names: Ray chooses the ports."""
 
-    def __init__(self, cluster_spec):
+    def __init__(self, cluster_spec, backend="ray", address=None, name=None):
         self.cluster_spec = ClusterSpec(cluster_spec)
-        if not self.cluster_spec.device_names():
+        names = task_names(self.cluster_spec)
+        if not names:
             raise ValueError("LocalCluster needs a ClusterSpec with at least one task, got "
                              f"{self.cluster_spec}.")
-        self.target = register(self.cluster_spec)
+        self.backend_kind = BackendKind.parse(backend)
+        with _LOCK:
+            cluster_id = str(next(_IDS))
+        if self.backend_kind is BackendKind.RAY:
+            from .ray_backend import RayBackend   # Ray is optional: imported only here
+            # actors are named after `name` (Servers: the spec), so every process of
+            # the cluster finds the same ones; a LocalCluster's own are unique
+            self.backend = RayBackend(name or f"c{os.getpid()}-{cluster_id}", names,
+                                      address=address)
+        else:
+            self.backend = ThreadBackend(names)
+        with _LOCK:
+            _CLUSTERS[cluster_id] = self
+        self.target = SCHEME + cluster_id
+
+    def task_pid(self, job_name: str, task_index: int) -> int:
+        """The id of the process running /job:<job_name>/task:<task_index>."""
+        self.cluster_spec.task_address(job_name, task_index)
+        return self.backend.pid(f"/job:{job_name}/replica:0/task:{task_index}")
+
+    def kill_task(self, job_name: str, task_index: int) -> None:
+        """End a task as a crash would (for fault-tolerance tests); the backend restarts
+        it with empty state, and the next step of every Session learns it."""
+        self.cluster_spec.task_address(job_name, task_index)
+        self.backend.kill(f"/job:{job_name}/replica:0/task:{task_index}")
 
     def task_target(self, job_name: str, task_index: int) -> str:
         """The target of a Session whose own task is /job:<job_name>/task:<task_index>."""
@@ -122,8 +143,13 @@ class LocalCluster:
         return f"{self.target}/job:{job_name}/task:{task_index}"
 
     def shutdown(self) -> None:
-        """Forget the cluster: new Sessions can no longer connect to it."""
-        unregister(self.target)
+        """End every task (and the Ray instance this cluster started); new Sessions can no
+        longer connect to it."""
+        cluster_id, _ = _split(self.target)
+        with _LOCK:
+            mine = _CLUSTERS.pop(cluster_id, None)
+        if mine is not None:
+            self.backend.shutdown()
 
     def __enter__(self):
         return self
@@ -135,14 +161,17 @@ class LocalCluster:
 class Server:
     """`tf.train.Server(cluster, job_name, task_index)`: this process's task of a cluster.
 
-    Servers of the same ClusterSpec share one in-process cluster; `target` is the target of
-    a Session whose own task is this server's.  `join()` returns at once (no other process
-    can send this task work); `create_local_server()` is a one-task cluster."""
+    Servers of the same ClusterSpec in this process share one LocalCluster; with Ray (the
+    default `backend`) its actors are named after the spec, so servers of the same spec in
+    other processes connected to the same Ray cluster use the same tasks.  `target` is the
+    target of a Session whose own task is this server's.  `join()` returns at once (the
+    task runs in its actor, or in this process's Sessions with backend="threads");
+    `create_local_server()` is a one-task cluster in this process."""
 
     _shared: dict = {}   # ClusterSpec -> LocalCluster, shared by its servers
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None,
-                 protocol=None, config=None, start=True):
+                 protocol=None, config=None, start=True, backend="ray"):
         del protocol, config, start
         spec = ClusterSpec(server_or_cluster_def)
         if job_name is None:
@@ -159,7 +188,8 @@ class Server:
         with _LOCK:
             cluster = Server._shared.get(spec)
         if cluster is None or cluster.target.partition("://")[2] not in _CLUSTERS:
-            cluster = LocalCluster(spec)
+            digest = hashlib.sha1(repr(spec.as_dict()).encode()).hexdigest()[:12]
+            cluster = LocalCluster(spec, backend=backend, name=f"spec-{digest}")
             with _LOCK:
                 Server._shared[spec] = cluster
         self.server_def = spec
@@ -168,9 +198,9 @@ class Server:
 
     @staticmethod
     def create_local_server(config=None, start=True) -> "Server":
-        """A server of a one-task cluster ('localhost' job)."""
+        """A server of a one-task cluster ('localhost' job), run in this process."""
         del config, start
-        return Server({"localhost": ["localhost:0"]}, "localhost", 0)
+        return Server({"localhost": ["localhost:0"]}, "localhost", 0, backend="threads")
 
     def start(self) -> None:
         """Nothing to start: the task runs inside the Sessions that connect to it."""

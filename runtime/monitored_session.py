@@ -100,7 +100,7 @@ class WorkerSessionCreator:
         names = [v.op.name for v in variable_collections.global_variables()]
         deadline = time.monotonic() + self._max_wait
         while True:
-            missing = [n for n in names if n not in session._state.variables]
+            missing = session._missing_variables(names)
             if not missing:
                 break
             if time.monotonic() > deadline:

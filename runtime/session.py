@@ -73,11 +73,13 @@ class Session:
         self._optimize = functools.partial(graph_optimizer.optimize, options=rewrites) \
             if rewrites.enabled else None
         self._target = target or ""
-        tasks = local_cluster.task_prefixes(self._target)
-        if tasks:   # the cluster's variables and queues: shared by its Sessions, by name
-            self._state = local_cluster.shared_state(self._target)
-        self._devices = devices.task_devices(tasks) if tasks else devices.make_devices(
-            self._config.device_count, gpus=_asks_for_gpus(self.graph))
+        if not isinstance(self._target, str):
+            raise TypeError(f"A Session target must be a string, got {target!r}.")
+        # a cluster target: a master runs the steps on the cluster's tasks (runtime/master.py)
+        self._master = local_cluster.connect(self._target, self._graph, self._config) \
+            if self._target else None
+        self._devices = self._master.devices if self._master is not None else \
+            devices.make_devices(self._config.device_count, gpus=_asks_for_gpus(self.graph))
         self._cost_model = placement.CostModel()
         self._multi_plans: dict = {}
         self._placements: dict = {}   # one-device plans: key -> {op: device}
@@ -117,6 +119,9 @@ class Session:
         feeds = self._convert_feeds(feed_dict)
         # the same feeds in another order find another (equal) plan: no set per step
         key = (fetch_key, tuple([t._id for t in feeds]))
+        if self._master is not None:
+            return self._run_master(key, structure, tensors, targets, feeds, options,
+                                    run_metadata)
         if len(self._devices) > 1:
             return self._run_devices(key, structure, tensors, targets, feeds, options,
                                      run_metadata)
@@ -196,6 +201,36 @@ class Session:
             else:
                 results[element] = None
         return structure.build(results)
+
+    def _run_master(self, key, structure, tensors, targets, feeds, options, run_metadata):
+        """A step on a cluster's tasks (runtime/master.py)."""
+        timeout, trace = None, False
+        if options is not None:
+            timeout = options.timeout_in_ms / 1000.0 if options.timeout_in_ms else None
+            trace = options.trace_level >= TraceLevel.SOFTWARE_TRACE
+        computed, plan, timeline = self._master.run(key, tensors, targets, feeds, timeout,
+                                                    trace)
+        if run_metadata is not None:
+            if trace:
+                run_metadata.step_stats = [NodeStats(*event) for event in timeline]
+            if options is not None and options.output_partition_graphs:
+                run_metadata.partition_graphs = plan.partition_graphs()
+        fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
+        results = {}
+        for element in structure.elements:
+            if type(element) is Tensor:
+                value = feeds[element] if element in feeds else computed[element]
+                results[element] = _fetch_value(value, fed_arrays)
+            else:
+                results[element] = None
+        return structure.build(results)
+
+    def _missing_variables(self, names: list) -> list:
+        """The names among `names` that are not variables of this Session (on a cluster:
+        of any of its tasks) yet."""
+        if self._master is not None:
+            return self._master.missing_variables(names)
+        return [n for n in names if n not in self._state.variables]
 
     def explain(self) -> str:
         """How this session runs its steps so far: what the graph optimizer did to its plans
@@ -285,8 +320,9 @@ class Session:
     def close(self):
         """Release the session's state; further `run` calls raise RuntimeError."""
         self._closed = True
-        if not self._target:   # a cluster's queues outlive a Session that used them
-            self._state.close_resources()   # blocked threads wake up (CancelledError)
+        if self._master is not None:   # a cluster's state outlives a Session that used it
+            self._master.close()
+        self._state.close_resources()   # blocked threads wake up (CancelledError)
         self._state = SessionState()
         self._plans.clear()
         self._multi_plans.clear()

@@ -57,7 +57,7 @@ def sync_replicas(target, placed: bool, steps: int = 12):
 
 
 def test_program_across_three_tasks_matches_one_process():
-    with tf.distributed.LocalCluster(CLUSTER) as cluster:
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster:
         trace, params, devices, ops, listed = sync_replicas(
             cluster.task_target("worker", 0), placed=True)
     want_trace, want_params, _, _, _ = sync_replicas("", placed=False)
@@ -76,8 +76,10 @@ def test_program_across_three_tasks_matches_one_process():
 
 def test_servers_of_one_cluster_share_it_and_place_free_ops_on_their_task():
     cluster = tf.train.ClusterSpec(CLUSTER)
-    worker1 = tf.train.Server(cluster, job_name="worker", task_index=1)
-    worker0 = tf.train.Server(cluster, job_name="worker", task_index=0)
+    worker1 = tf.train.Server(cluster, job_name="worker", task_index=1,
+                               backend="threads")
+    worker0 = tf.train.Server(cluster, job_name="worker", task_index=0,
+                               backend="threads")
     assert worker1.target.rsplit("/", 2)[0] == worker0.target.rsplit("/", 2)[0]
     with tf.Graph().as_default():
         with tf.device(tf.train.replica_device_setter(cluster=cluster)):
@@ -100,7 +102,7 @@ def test_servers_of_one_cluster_share_it_and_place_free_ops_on_their_task():
 def test_error_on_one_task_ends_the_step_and_the_session_goes_on():
     """A reshape on worker 1 fails for a fed size; the step fails on every task with its
     error, and the next step runs."""
-    with tf.distributed.LocalCluster(CLUSTER) as cluster, tf.Graph().as_default():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None])
         with tf.device("/job:worker/task:1"):
             y = tf.reshape(x * 2, [2, 2])
@@ -117,12 +119,12 @@ def test_bad_targets_are_explained():
     with tf.Graph().as_default():
         with pytest.raises(tf.errors.InvalidArgumentError, match="LocalCluster"):
             tf.Session("grpc://localhost:2222")
-        cluster = tf.distributed.LocalCluster(CLUSTER)
+        cluster = tf.distributed.LocalCluster(CLUSTER, backend="threads")
         target = cluster.target
         cluster.shutdown()
         with pytest.raises(tf.errors.InvalidArgumentError, match="shut down"):
             tf.Session(target)
-    with tf.distributed.LocalCluster(CLUSTER) as cluster, tf.Graph().as_default():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, tf.Graph().as_default():
         with pytest.raises(tf.errors.InvalidArgumentError, match="does not have"):
             tf.Session(cluster.target + "/job:chief/task:0")
         with pytest.raises(ValueError, match="No task with index 5"):
@@ -147,7 +149,7 @@ def test_sessions_of_a_cluster_share_its_variables():
     """Between-graph replication: each worker builds its own graph and Session; the
     variables are the cluster's, by name, so the chief's initialization and every worker's
     updates are seen by all (as clients of a TensorFlow cluster see them)."""
-    with tf.distributed.LocalCluster(CLUSTER) as cluster:
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster:
         def worker(k):
             graph = tf.Graph()
             with graph.as_default():

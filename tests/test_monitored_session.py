@@ -155,7 +155,7 @@ def test_logging_hook_every_n_iterations():
 
 def test_worker_waits_for_the_chief_on_a_cluster():
     cluster_def = {"ps": ["ps0:1"], "worker": ["w0:1", "w1:1"]}
-    with tf.distributed.LocalCluster(cluster_def) as cluster:
+    with tf.distributed.LocalCluster(cluster_def, backend="threads") as cluster:
         def build():
             graph = tf.Graph()
             with graph.as_default():
