@@ -37,6 +37,7 @@ from .executor import needed_ops
 from .task_server import ErrorInfo, StepSignature, task_of
 
 _ANSWER_GRACE = 30.0    # seconds a step waits for tasks' answers after it was aborted
+_RESTART_WAIT = 60.0    # seconds registration waits for a task the engine restarts
 
 
 class _Registered:
@@ -214,6 +215,18 @@ class Master:
         todo = [t for t in tasks if (t, reg.handle) not in self._registered]
         if not todo:
             return
+        deadline = time.monotonic() + _RESTART_WAIT
+        while True:   # a task the engine is restarting answers once it is back
+            try:
+                return self._register(reg, todo)
+            except errors.UnavailableError:
+                for task in todo:
+                    self._lost(task)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _register(self, reg: _Registered, todo) -> None:
         with self._lock:
             count = len(self._graph.get_operations())
             stale = [t for t in todo if self._sent.get(t) != count]

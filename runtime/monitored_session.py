@@ -16,22 +16,47 @@ one step (runtime/session_hooks.py); a feed given by both the caller and a hook 
 error.  Leaving its `with` block closes it, calling the hooks' `end` unless an error
 is passing; `OutOfRangeError` (an input queue ran dry) ends the block quietly, as it ends a
 TF 1.x input loop.
+
+Recovery (OSDI 2016 §4.3): a step that fails with `UnavailableError` or `AbortedError` (a
+task of the cluster died or was restarted: runtime/master.py) is not the caller's error.
+The MonitoredSession stops its queue runners, makes a new session with its creator (the
+chief restores the latest checkpoint on every task, a consistent cut; a worker waits for
+the chief), tells the hooks (`after_create_session`), and runs the step again.  Every
+recovery is logged with the global step it went back to and kept in `recoveries`, so the
+steps run again after the checkpoint are never silent.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 
 from .. import errors
 from ..compiler.core.graph import GraphKeys, get_default_graph
 from ..ops import basic_ops, tf1_helpers, variable_collections
 from .checkpoint import Saver, latest_checkpoint
+from .global_step import get_global_step
 from .queue_runner import Coordinator, start_queue_runners
 from .session import Session
 from .session_hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext,
                             SessionRunValues)
 
 USE_DEFAULT = object()   # MonitoredTrainingSession's "not given" for its checkpoint options
+_LOG = logging.getLogger("flowjit.train")
+_RECOVERABLE = (errors.AbortedError, errors.UnavailableError)
+_RECOVERY_TRIES = 5        # new sessions tried in a row before the error is the caller's
+
+
+@dataclasses.dataclass(frozen=True)
+class Recovery:
+    """One recovery of a MonitoredSession: the error that ended the step, the checkpoint
+    the new session restored (None: the chief initialized, or a worker waited for its
+    chief) and the global step it went back to (None without a global step)."""
+
+    error: BaseException
+    checkpoint: str | None
+    global_step: int | None
 
 
 class Scaffold:
@@ -77,6 +102,7 @@ class ChiefSessionCreator:
         scaffold = self._scaffold.finalize()
         session = Session(self._master, graph=get_default_graph(), config=self._config)
         checkpoint = self._file or (latest_checkpoint(self._dir) if self._dir else None)
+        self.restored_from = checkpoint
         if checkpoint:
             scaffold.saver.restore(session, checkpoint)
         else:
@@ -120,13 +146,45 @@ class MonitoredSession:
         self._hooks = list(hooks or [])
         for hook in self._hooks:
             hook.begin()
-        self._sess = (session_creator or ChiefSessionCreator()).create_session()
+        self._creator = session_creator or ChiefSessionCreator()
         self._should_stop = False
         self._grace = stop_grace_period_secs
+        self.recoveries: list = []
+        self._start()
+
+    def _start(self) -> None:
+        """Create the session, start the queue runners, tell the hooks."""
+        self._sess = self._creator.create_session()
         self._coord = Coordinator(clean_stop_exception_types=[])
         self._threads = start_queue_runners(sess=self._sess, coord=self._coord)
         for hook in self._hooks:
             hook.after_create_session(self._sess, self._coord)
+
+    def _recover(self, error: BaseException) -> None:
+        """A new session after `error` (module docstring, "Recovery")."""
+        self._coord.request_stop()
+        try:
+            self._coord.join(self._threads, stop_grace_period_secs=self._grace)
+        except Exception:  # noqa: BLE001 - the runners failed with the same lost task
+            pass
+        self._sess.close()
+        self._sess = None
+        for attempt in range(_RECOVERY_TRIES):
+            try:
+                self._start()
+                break
+            except _RECOVERABLE as again:
+                if attempt == _RECOVERY_TRIES - 1:
+                    raise again from error
+                time.sleep(0.5 * (attempt + 1))
+        checkpoint = getattr(self._creator, "restored_from", None)
+        step_tensor = get_global_step(self._sess.graph)
+        step = None if step_tensor is None else int(self._sess.run(step_tensor))
+        self.recoveries.append(Recovery(error, checkpoint, step))
+        _LOG.warning("A step failed (%s: %s). Recovered with a new session%s; the global "
+                     "step is back at %s, so the steps after it run again.",
+                     type(error).__name__, getattr(error, "message", error),
+                     f" from checkpoint {checkpoint}" if checkpoint else "", step)
 
     @property
     def graph(self):
@@ -138,9 +196,17 @@ class MonitoredSession:
         return self._should_stop or self._sess is None or self._coord.should_stop()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Run `fetches` and the hooks' requests in one step; returns the caller's values."""
+        """Run `fetches` and the hooks' requests in one step; returns the caller's values.
+        A lost task is recovered from and the step run again (module docstring)."""
         if self._sess is None:
             raise RuntimeError("Run called on a closed MonitoredSession.")
+        while True:
+            try:
+                return self._run_once(fetches, feed_dict, options, run_metadata)
+            except _RECOVERABLE as error:
+                self._recover(error)
+
+    def _run_once(self, fetches, feed_dict, options, run_metadata):
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         requests = [hook.before_run(context) for hook in self._hooks]
         feeds = dict(feed_dict or {})

@@ -10,8 +10,11 @@ Actors restart after a crash (`max_restarts`) with empty state; calls in flight 
 died raise, which the master turns into an UnavailableError (runtime/master.py).
 
 This is the only module that imports Ray (the optional `distributed` extra).  If this
-process is not connected to Ray, the backend starts a local instance bound to loopback and
-ends it on `shutdown`, after killing its actors, so no process is left behind.
+process is not connected to Ray, the backend starts a local instance (or connects to
+`address`) and ends it on `shutdown`, after killing its actors, so no process is left
+behind.  The tasks talk through this machine's own address; note that Ray maps loopback
+to the machine's reachable address on purpose and its servers listen on every interface,
+so a machine open to a network should be firewalled as Ray's documentation advises.
 """
 
 from __future__ import annotations
@@ -70,9 +73,7 @@ class RayBackend:
         if not ray.is_initialized():
             options = dict(namespace=NAMESPACE, include_dashboard=False,
                            logging_level=logging.ERROR, log_to_driver=False)
-            if address is None:   # a new local instance, on loopback only
-                options["_node_ip_address"] = "127.0.0.1"
-            else:
+            if address is not None:
                 options["address"] = address
             ray.init(**options)
             self._started_ray = True

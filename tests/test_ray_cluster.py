@@ -1,0 +1,173 @@
+"""Clusters on Ray (runtime/ray_backend.py): every task a process of its own.
+
+One local Ray cluster (ps + 2 workers, on loopback) serves the module.  A TF 1.x program
+with /job:ps and /job:worker device blocks trains across the three processes with the
+single-process results; an error on one task ends the step on every task; a killed
+worker process is recovered from the last checkpoint without a step applied twice;
+asynchronous replicas converge; and a cluster leaves no process behind."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import flowjit as tf
+from test_local_cluster import CLUSTER, _data, sync_replicas
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with tf.distributed.LocalCluster(CLUSTER, backend="ray") as c:
+        yield c
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state = [line for line in f if line.startswith("State:")][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return "Z" not in state.split()[1]
+
+
+def test_program_on_three_processes_matches_one_process(cluster):
+    pids = {cluster.task_pid(job, i) for job, i in (("ps", 0), ("worker", 0), ("worker", 1))}
+    assert len(pids) == 3 and os.getpid() not in pids
+    trace, params, devices, ops, listed = sync_replicas(cluster.task_target("worker", 0),
+                                                        placed=True)
+    want_trace, want_params, _, _, _ = sync_replicas("", placed=False)
+    assert trace[-1] < trace[0] / 4
+    np.testing.assert_allclose(trace, want_trace, rtol=1e-6)
+    for got, want in zip(params, want_params):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert sorted(d[0] for d in devices) == sorted(d.name for d in listed)
+    assert all("_Send" in o or "_Recv" in o for o in ops)
+
+
+def test_error_on_one_task_ends_the_step_on_every_task(cluster):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        with tf.device("/job:worker/task:1"):
+            y = tf.reshape(x * 2, [2, 2], name="bad_reshape")
+        with tf.device("/job:ps/task:0"):
+            z = y + 1
+        with tf.Session(cluster.target) as sess:
+            started = time.monotonic()
+            with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape") as info:
+                sess.run(z, {x: np.ones(3, np.float32)})
+            assert time.monotonic() - started < 10      # the ps task did not hang
+            assert "test_ray_cluster.py" in str(info.value)   # the user's line
+            np.testing.assert_array_equal(sess.run(z, {x: np.ones(4, np.float32)}),
+                                          np.full((2, 2), 3.0))
+
+
+def _checkpointed_training(target, checkpoint_dir, last_step, kill=None):
+    """Synchronous replicas with a global step, under MonitoredTrainingSession with a
+    checkpoint every 5 steps; `kill(step)` may end a task after a step.  Returns the
+    global steps each run ended at, the final parameters and the recoveries."""
+    xs, ys = _data()
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 5], name="x")
+        y = tf.placeholder(tf.float32, [None, 1], name="y")
+        with tf.device("/job:ps/task:0"):
+            step = tf.train.get_or_create_global_step()
+            w = tf.Variable(tf.zeros([5, 1]), name="w")
+            b = tf.Variable(tf.zeros([1]), name="b")
+        grads = []
+        for k in range(2):
+            with tf.device(f"/job:worker/task:{k}"):
+                rows = slice(16 * k, 16 * (k + 1))
+                loss = tf.reduce_mean(tf.square(tf.matmul(x[rows], w) + b - y[rows]))
+                grads.append(tf.gradients(loss, [w, b]))
+        with tf.device("/job:ps/task:0"):
+            averaged = [(grads[0][i] + grads[1][i]) / 2 for i in range(2)]
+            train = tf.train.GradientDescentOptimizer(0.1).apply_gradients(
+                zip(averaged, [w, b]), global_step=step)
+            with tf.control_dependencies([train]):
+                step_after = tf.identity(step.read_value())
+        ended = []
+        with tf.train.MonitoredTrainingSession(
+                master=target, is_chief=True, checkpoint_dir=checkpoint_dir,
+                save_checkpoint_steps=5, config=tf.ConfigProto(allow_soft_placement=True),
+                hooks=[tf.train.StopAtStepHook(last_step=last_step)]) as sess:
+            while not sess.should_stop():
+                ended.append(int(sess.run(step_after, {x: xs, y: ys})))
+                if kill is not None:
+                    kill(ended[-1])
+            params = sess.run([w, b], {})
+            recoveries = list(sess.recoveries)
+        return ended, params, recoveries
+
+
+def test_killed_worker_is_recovered_from_the_last_checkpoint(cluster, tmp_path):
+    killed = []
+
+    def kill(step):
+        if step == 12 and not killed:
+            pid = cluster.task_pid("worker", 1)   # a process this test's cluster started
+            os.kill(pid, 9)
+            killed.append(pid)
+
+    ended, params, recoveries = _checkpointed_training(
+        cluster.task_target("worker", 0), str(tmp_path / "ray"), 20, kill)
+    want_ended, want_params, none = _checkpointed_training("", str(tmp_path / "one"), 20)
+    assert not none and want_ended == list(range(1, 21))
+    assert killed and not _alive(killed[0])
+    assert cluster.task_pid("worker", 1) != killed[0]          # Ray restarted the task
+    assert len(recoveries) == 1
+    assert isinstance(recoveries[0].error, tf.errors.UnavailableError)
+    assert recoveries[0].checkpoint.endswith("model.ckpt-10")
+    assert recoveries[0].global_step == 10
+    # steps 11 and 12 ran again after the restore, visibly; none was applied twice:
+    assert ended == list(range(1, 13)) + list(range(11, 21))
+    for got, want in zip(params, want_params):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_asynchronous_replicas_converge_on_ray():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    try:
+        import async_replicas
+    finally:
+        sys.path.pop(0)
+    result = async_replicas.train(workers=2, steps=200, backend="ray")
+    assert result["loss"] < 1e-3
+    assert sum(result["steps"]) >= 200 and min(result["steps"]) > 20
+
+
+def test_a_cluster_leaves_no_process_behind(tmp_path):
+    """A script starts its own Ray instance and cluster, runs a step and shuts down; every
+    process it started (the tasks and Ray's own) is gone afterwards."""
+    script = tmp_path / "one_cluster.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        import flowjit as tf
+        with tf.distributed.LocalCluster({"ps": ["a:1"], "worker": ["b:1"]}) as cluster:
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(2.0)
+            with tf.device("/job:worker/task:0"):
+                y = v * 3.0
+            with tf.Session(cluster.target) as sess:
+                sess.run(tf.global_variables_initializer())
+                assert sess.run(y) == 6.0
+            tasks = [cluster.task_pid("ps", 0), cluster.task_pid("worker", 0)]
+            children = os.popen(f"ps -o pid= --ppid {os.getpid()}").read().split()
+        print("PIDS", *tasks, *children)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    pids = [int(p) for p in out.stdout.split("PIDS", 1)[1].split()]
+    assert len(pids) >= 3          # two tasks and Ray's own processes
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in pids if _alive(p)]
