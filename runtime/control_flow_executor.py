@@ -368,6 +368,32 @@ def _loop_switch(op) -> bool:
 _ROUTING = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
 
 
+def bridges(ops, region) -> set:
+    """The ops of `ops` outside `region` that are reachable from it and reach it (a cond's
+    predicate computed from a loop's Exit and read by the cond's Switch).  Ops run as one
+    region node must take these in, or the region and the op would wait for each other."""
+    if not region:
+        return set()
+    members = set(ops)
+    preds = {op: [t.op for t in op.inputs if t.op in members and not _back_edge(op, t.op)]
+             + [c for c in op.control_inputs if c in members] for op in members}
+    succs = collections.defaultdict(list)
+    for op, ps in preds.items():
+        for p in ps:
+            succs[p].append(op)
+
+    def reach(edges) -> set:
+        seen, stack = set(), list(region)
+        while stack:
+            for nxt in edges(stack.pop()):
+                if nxt not in seen and nxt not in region:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
+
+    return reach(lambda op: succs.get(op, ())) & reach(lambda op: preds.get(op, ()))
+
+
 def needs_control_flow(ops) -> bool:
     """Whether a plan over `ops` must run on this executor."""
     return any(type(op) is Operation and op._cf_context is not None or

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..compiler.core.node import Operation
 from . import gpu_values, recv_schedule
-from .control_flow_executor import ControlFlowPlan, execute_control_flow, nested_ops
+from .control_flow_executor import (ControlFlowPlan, bridges, execute_control_flow,
+                                    nested_ops)
 from .devices import CPU
 from .rendezvous import RendezvousKey
 from .state import VariableRef
@@ -210,6 +211,16 @@ def _group(partitions, placement, fetches, fed, group) -> dict:
     else:
         nodes = group(all_ops, wanted, fed, exclude=nested.__contains__, loops=needs_cf,
                       colour=placement.get, target_of=lambda op: _target_of(placement[op]))
+    # a top-level op between two control-flow ops left for the region (a cond's predicate
+    # computed from a loop's Exit) would wait for the region while the region waits for
+    # it: it joins the region, and the clusters are formed again without it
+    extra = bridges(all_ops, {n for n in nodes if type(n) is Operation and n in nested})
+    if extra:
+        nested = nested | extra
+        if group is not None:
+            nodes = group(all_ops, wanted, fed, exclude=nested.__contains__, loops=needs_cf,
+                          colour=placement.get,
+                          target_of=lambda op: _target_of(placement[op]))
     by_device: dict = {}
     for n in nodes:
         device = placement[n if type(n) is Operation else n.ops[0]]

@@ -33,7 +33,9 @@ from .. import errors
 from ..compiler.core.graph import Tensor
 from . import device_partition, devices, placement
 from .config import jit_options
+from .control_flow_executor import needs_control_flow
 from .executor import needed_ops
+from .multi_device import control_flow_frames
 from .task_server import ErrorInfo, StepSignature, task_of
 
 _ANSWER_GRACE = 30.0    # seconds a step waits for tasks' answers after it was aborted
@@ -175,7 +177,7 @@ class Master:
         kind = getattr(builtins, info.kind, None)
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
-                return kind(info.message)
+                return kind(f"{info.message} (raised on task {info.task})")
             except TypeError:
                 pass
         return errors.UnknownError(None, op, f"{info.kind} on task {info.task}: "
@@ -192,9 +194,15 @@ class Master:
                 return reg
             fed = frozenset(feeds)
             ops = needed_ops(tensors, targets, fed)
+            # a loop's frame or a cond's branches stay on one task, as on one machine; the
+            # tasks import the graph without build contexts, so their control flow runs
+            # in region nodes, which take in the ops between their parts
+            colocate = control_flow_frames(ops, in_regions=True) \
+                if needs_control_flow(ops) else []
             placed = placement.place(ops, self.devices,
                                      allow_soft_placement=self._config.allow_soft_placement,
-                                     cost_model=self._cost_model, fed=fed, home_task=True)
+                                     cost_model=self._cost_model, fed=fed, colocate=colocate,
+                                     home_task=True)
             if self._config.log_device_placement:
                 print(placement.placement_log(placed), file=sys.stderr, flush=True)
             parts = device_partition.partition(ops, placed, fed)

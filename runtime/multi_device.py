@@ -24,14 +24,18 @@ import sys
 
 from . import device_executor, device_partition, device_plan, placement
 from .config import PlacementOptions, RecvScheduling
-from .control_flow_executor import needs_control_flow, nested_ops
+from .control_flow_executor import bridges, needs_control_flow, nested_ops
 from .executor import needed_ops
 
 
-def _frames(ops) -> list:
+def control_flow_frames(ops, in_regions=False) -> list:
     """The control-flow regions of `ops` (connected nested ops: a loop's frame, a cond's
-    branches), each to be kept on one device."""
+    branches), each to be kept on one device.  Control flow that carries no build context
+    (an imported graph), or all of it with `in_regions` (a cluster's tasks import the
+    graph), runs in a region node instead of a compiled loop step, so the ops between
+    its parts join it too (control_flow_executor.bridges)."""
     nested = nested_ops(ops)
+    nested |= bridges(ops, {op for op in nested if in_regions or op._cf_context is None})
     parent = {op: op for op in nested}
 
     def find(op):
@@ -68,7 +72,7 @@ class MultiDevicePlan:
               home_task=False):
         options: PlacementOptions = config.placement
         ops = needed_ops(fetches, targets, fed)
-        colocate = _frames(ops) if needs_control_flow(ops) else []
+        colocate = control_flow_frames(ops) if needs_control_flow(ops) else []
         placed = placement.place(ops, devices, allow_soft_placement=config.allow_soft_placement,
                                  cost_model=cost_model, fed=frozenset(fed), colocate=colocate,
                                  home_task=home_task)

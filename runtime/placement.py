@@ -10,7 +10,9 @@ The rules, in order:
    (`Graph.colocate_with`: `op._colocation`), and an op taking a variable reference
    (`op_def.ref_inputs`, through the Enter/Switch ops that carry one) with the reference's
    producer, so a variable, its initializer, its Assign/AssignAdd and its optimizer
-   updates share a device.  A colocated op that the step does not run constrains the group
+   updates share a device; an op reading a resource handle (a queue's, a reader's: an op
+   both STATEFUL and SOURCE) goes with the resource, since the handle is the resource
+   itself and cannot be sent to another device or task.  A colocated op that the step does not run constrains the group
    through its own device request only.
 2. A group may run on the devices that satisfy every member's request (`DeviceSpec.matches`:
    partial specs such as '/device:CPU:*', '/job:localhost' or '/cpu:1' work) and have a
@@ -165,6 +167,13 @@ def _is_ref(tensor) -> bool:
     return op.type == "VariableV2"
 
 
+def _is_resource(tensor) -> bool:
+    """A handle of a queue or a reader (an op both STATEFUL and SOURCE, not a variable)."""
+    traits = tensor.op.op_def.traits
+    return Trait.STATEFUL in traits and Trait.SOURCE in traits and \
+        tensor.op.type != "VariableV2"
+
+
 def _colocated(op):
     """The ops `op` names in its colocation (names missing from the graph cannot constrain)."""
     for name in op._colocation:
@@ -196,6 +205,10 @@ def _groups(ops, colocate=()) -> dict:
             if i < len(op.inputs) and _is_ref(op.inputs[i]):
                 uf.union(op, op.inputs[i].op)
                 work.append(op.inputs[i].op)
+        for t in op.inputs:
+            if _is_resource(t):
+                uf.union(op, t.op)
+                work.append(t.op)
     groups: dict = {}
     for op in sorted(seen, key=lambda o: o._id):
         groups.setdefault(uf.find(op), []).append(op)

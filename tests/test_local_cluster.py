@@ -174,3 +174,60 @@ def test_sessions_of_a_cluster_share_its_variables():
         with tf.Session() as sess:          # a plain Session has its own
             sess.run(tf.global_variables_initializer())
             assert sess.run(v) == 1.0
+
+
+def _loop_then_cond(target):
+    """A while loop and a cond after it on worker 1, reading a variable of the ps task
+    (the tasks import the graph, so both run as control-flow regions there)."""
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(3.0, name="v")
+        with tf.device("/job:worker/task:1"):
+            _, power = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * v),
+                                     [tf.constant(0), tf.constant(1.0)])
+            out = tf.cond(power > 100.0, lambda: power - 1.0, lambda: power + 1.0)
+        with tf.Session(target) as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run([power, out], options=tf.RunOptions(timeout_in_ms=20000))
+
+
+def test_control_flow_runs_on_a_task():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster:
+        assert _loop_then_cond(cluster.target) == [243.0, 242.0]
+
+
+def test_queue_ops_stay_with_their_queue():
+    """A queue's handle is the queue itself: its dequeue runs on the queue's task, and a
+    request for another task is a colocation error naming both ops."""
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, \
+            tf.Graph().as_default():
+        with tf.device("/job:worker/task:1"):
+            q = tf.FIFOQueue(10, tf.float32, shapes=[], name="q")
+            fill = q.enqueue_many([[1.0, 2.0, 3.0]])
+            first = q.dequeue()
+        with tf.device("/job:worker/task:0"):
+            doubled = first * 2
+            misplaced = q.dequeue(name="misplaced")
+        with tf.Session(cluster.target) as sess:
+            sess.run(fill)
+            assert sess.run(doubled) == 2.0
+            with pytest.raises(tf.errors.InvalidArgumentError, match="'misplaced', 'q'"):
+                sess.run(misplaced)
+
+
+def test_checkpoint_of_variables_on_several_tasks(tmp_path):
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, \
+            tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable([1.0, 2.0], name="a")
+        with tf.device("/job:worker/task:1"):
+            b = tf.Variable(5.0, name="b")
+        saver = tf.train.Saver()
+        with tf.Session(cluster.target) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "m"))
+            sess.run([tf.assign(a, [0.0, 0.0]), tf.assign(b, 0.0)])
+            saver.restore(sess, path)
+            got = sess.run([a, b])
+    np.testing.assert_array_equal(got[0], [1.0, 2.0])
+    assert got[1] == 5.0

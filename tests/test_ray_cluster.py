@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from test_local_cluster import CLUSTER, _data, sync_replicas
+from test_local_cluster import CLUSTER, _data, _loop_then_cond, sync_replicas
 
 ray = pytest.importorskip("ray")
 
@@ -67,6 +67,20 @@ def test_error_on_one_task_ends_the_step_on_every_task(cluster):
             assert "test_ray_cluster.py" in str(info.value)   # the user's line
             np.testing.assert_array_equal(sess.run(z, {x: np.ones(4, np.float32)}),
                                           np.full((2, 2), 3.0))
+
+
+def test_control_flow_and_queues_across_processes(cluster):
+    assert _loop_then_cond(cluster.target) == [243.0, 242.0]
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:1"):
+            q = tf.FIFOQueue(10, tf.float32, shapes=[3], name="q")
+            fill = q.enqueue_many([np.arange(9, dtype=np.float32).reshape(3, 3)])
+            row = q.dequeue()
+        with tf.device("/job:ps/task:0"):
+            total = tf.reduce_sum(row)
+        with tf.Session(cluster.target) as sess:
+            sess.run(fill)
+            assert [sess.run(total) for _ in range(3)] == [3.0, 12.0, 21.0]
 
 
 def _checkpointed_training(target, checkpoint_dir, last_step, kill=None):
