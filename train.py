@@ -16,7 +16,8 @@ from . import dtypes as _dtypes
 from .compiler.core.graph import Graph, GraphKeys, get_default_graph
 from .compiler.core.graph_def import GraphDef
 from .optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
-                         MomentumOptimizer, Optimizer, RMSPropOptimizer)
+                         MomentumOptimizer, Optimizer, RMSPropOptimizer,
+                         SyncReplicasOptimizer)
 from .runtime.learning_rates import (exponential_decay, inverse_time_decay, natural_exp_decay,
                                      piecewise_constant, polynomial_decay)
 from .ops.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
@@ -41,7 +42,8 @@ from .runtime.checkpoint import (CheckpointState, Saver, checkpoint_exists,
 
 __all__ = ["write_graph", "export_meta_graph", "import_meta_graph", "Optimizer",
            "GradientDescentOptimizer", "MomentumOptimizer",
-           "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "Saver", "CheckpointState",
+           "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "SyncReplicasOptimizer",
+           "Saver", "CheckpointState",
            "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists", "list_variables",
            "load_variable", "get_global_step",
            "create_global_step", "get_or_create_global_step", "global_step",

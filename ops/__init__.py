@@ -36,6 +36,7 @@ from . import conv_grad_ops, conv_ops
 from . import sparse_training_ops, unique_ops, variable_scatter_ops
 from . import lrn_ops, norm_grad_ops, norm_ops, pool_argmax_ops, pool_grad_ops, pool_ops
 from . import sequence_ops
+from . import accumulator_ops
 from . import operators, registry
 
 OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_ops, arg_ops,
@@ -45,7 +46,7 @@ OP_MODULES = (basic_ops, variables, math_ops, bitwise_ops, check_ops, reduction_
               summary_ops, conv_ops, conv_grad_ops)
 OP_MODULES += (variable_scatter_ops, unique_ops, sparse_training_ops)
 OP_MODULES += (pool_ops, pool_grad_ops, pool_argmax_ops, norm_ops, norm_grad_ops, lrn_ops)
-OP_MODULES += (sequence_ops,)
+OP_MODULES += (sequence_ops, accumulator_ops)
 
 
 def register_all():

@@ -20,6 +20,7 @@ from .linalg_ops import cholesky, matrix_determinant, matrix_inverse, matrix_sol
 from .sort_ops import argsort, sort  # noqa: F401
 from .control_flow import case, cond, while_loop  # noqa: F401
 from .queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue  # noqa: F401
+from .accumulators import ConditionalAccumulator  # noqa: F401
 from .reader_ops import (FixedLengthRecordReader, ReaderBase, TextLineReader,  # noqa: F401
                          TFRecordReader)
 from .parsing_ops import (FixedLenFeature, VarLenFeature, decode_csv, decode_raw,  # noqa: F401

@@ -13,9 +13,11 @@ UnsortedSegmentSum), then Momentum and Adagrad run SparseApplyMomentum / SparseA
 (TensorFlow's `_apply_sparse`) and RMSProp updates the rows of the indices (gathered and
 scattered back, TensorFlow's SparseApplyRMSProp).  A subclass without `_apply_sparse`
 applies the dense value of the slices.  It lives at the package root, beside `nn.py`,
-because it is front-end graph building (it imports `ops/` and `compiler/`, never
-`runtime/`).  Modules: `base` (the Optimizer class and slots), `descent` (GradientDescent,
-Momentum), `adaptive` (Adam, Adagrad, RMSProp).
+because it is front-end graph building (it imports `ops/` and `compiler/`; only
+`sync_replicas` imports `runtime/`, for the queue runner and the session hook a
+synchronous replica needs).  Modules: `base` (the Optimizer class and slots), `descent`
+(GradientDescent, Momentum), `adaptive` (Adam, Adagrad, RMSProp), `sync_replicas`
+(SyncReplicasOptimizer: gradients of several replicas averaged into one update).
 
 Invariants:
 - Every update of one `apply_gradients` waits for every gradient (a control dependency), so all
@@ -34,6 +36,7 @@ Invariants:
 from .adaptive import AdagradOptimizer, AdamOptimizer, RMSPropOptimizer
 from .base import Optimizer
 from .descent import GradientDescentOptimizer, MomentumOptimizer
+from .sync_replicas import SyncReplicasOptimizer
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "AdagradOptimizer", "RMSPropOptimizer"]
+           "AdagradOptimizer", "RMSPropOptimizer", "SyncReplicasOptimizer"]

@@ -76,6 +76,8 @@ class _Step:
         for p in plans:
             p.runs += 1
         self.on_gpu = [p.device.device_type is devices.GPU for p in plans]
+        if rendezvous is not None:   # a task's step, which its master may abort
+            rendezvous.on_abort(lambda error: self.done.put((None, None, error, None, None)))
 
     def run(self) -> dict:
         ready = collections.deque((k, i) for k, p in enumerate(self.plans) for i in p.roots)
@@ -96,6 +98,9 @@ class _Step:
                     self.fail(DeadlineExceededError(None, None, "Timed out waiting for the "
                                                     "run to finish (RunOptions.timeout_in_ms)."))
                     break
+                if k is None:       # the step was aborted from outside (another task)
+                    self.fail(exc)
+                    continue
                 self.in_flight -= 1
                 if exc is not None:
                     self.fail(exc)

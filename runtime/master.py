@@ -78,6 +78,8 @@ class Master:
         self._step_ids = itertools.count(secrets.randbits(40) << 20)
         self._lock = threading.Lock()
         self._cost_model = placement.CostModel()
+        self._in_flight: dict = {}     # step id -> its tasks, while it runs
+        self._closed = False
 
     # --- a step ---------------------------------------------------------------------------
     def run(self, key, tensors, targets, feeds, timeout=None, trace=False):
@@ -87,6 +89,17 @@ class Master:
         tasks = list(reg.feeds_of)
         self._ensure_registered(reg, tasks)
         step_id = next(self._step_ids)
+        with self._lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "The Session was closed.")
+            self._in_flight[step_id] = tasks
+        try:
+            return self._step(reg, tasks, step_id, tensors, feeds, timeout, trace)
+        finally:
+            with self._lock:
+                self._in_flight.pop(step_id, None)
+
+    def _step(self, reg, tasks, step_id, tensors, feeds, timeout, trace):
         calls = {}
         for task in tasks:
             fed = {t.name: feeds[t] for t in reg.feeds_of[task]}
@@ -253,7 +266,14 @@ class Master:
             self._registered.update((t, reg.handle) for t in todo)
 
     def close(self) -> None:
-        """Tell the tasks to forget this master's graph and steps."""
+        """Cancel this master's steps still running (a queue runner's step blocked on its
+        queue), then tell the tasks to forget its graph and steps."""
+        with self._lock:
+            self._closed = True
+            running = list(self._in_flight.items())
+        cancelled = errors.CancelledError(None, None, "The Session was closed.")
+        for step_id, tasks in running:
+            self._abort(step_id, tasks, cancelled)
         for task in {t for t, _ in self._registered}:
             try:
                 self._backend.call(task, "forget", self._key)

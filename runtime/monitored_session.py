@@ -163,12 +163,12 @@ class MonitoredSession:
     def _recover(self, error: BaseException) -> None:
         """A new session after `error` (module docstring, "Recovery")."""
         self._coord.request_stop()
+        self._sess.close()
+        self._sess = None
         try:
             self._coord.join(self._threads, stop_grace_period_secs=self._grace)
         except Exception:  # noqa: BLE001 - the runners failed with the same lost task
             pass
-        self._sess.close()
-        self._sess = None
         for attempt in range(_RECOVERY_TRIES):
             try:
                 self._start()
@@ -237,12 +237,12 @@ class MonitoredSession:
                 for hook in self._hooks:
                     hook.end(self._sess)
         finally:
+            # closing the session first cancels the steps of runner threads blocked in it
+            # (a dequeue, a SyncReplicasOptimizer's wait for gradients), so they can end
             self._coord.request_stop()
-            try:
-                self._coord.join(self._threads, stop_grace_period_secs=self._grace)
-            finally:
-                self._sess.close()
-                self._sess = None
+            self._sess.close()
+            self._sess = None
+            self._coord.join(self._threads, stop_grace_period_secs=self._grace)
 
     def __enter__(self):
         return self

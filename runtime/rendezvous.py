@@ -52,6 +52,7 @@ class Rendezvous:
         self._waiting: dict = {}    # key -> done callback of a Recv that came first
         self._sent: set = set()
         self._error: BaseException | None = None
+        self._listeners: list = []  # called with the error when the step is aborted
 
     @property
     def error(self) -> BaseException | None:
@@ -107,18 +108,32 @@ class Rendezvous:
             raise error
         return value
 
+    def on_abort(self, listener) -> None:
+        """Call `listener(error)` once when the step is aborted (now, if it was): an
+        executor waiting on something other than a Recv (a dequeue) learns of it too."""
+        with self._lock:
+            error = self._error
+            if error is None:
+                self._listeners.append(listener)
+                return
+        listener(error)
+
     def abort(self, error: BaseException) -> None:
         """End the step: every waiting Recv and every later call gets `error` (the first
         abort's error wins)."""
         with self._lock:
-            if self._error is None:
+            first = self._error is None
+            if first:
                 self._error = error
             error = self._error
             waiting = list(self._waiting.values())
             self._waiting.clear()
             self._values.clear()
+            listeners, self._listeners = (self._listeners, []) if first else ([], [])
         for done in waiting:
             done(error, None)
+        for listener in listeners:
+            listener(error)
 
     def pending(self) -> tuple:
         """(keys sent but not received, keys waited for but not sent): for diagnostics."""

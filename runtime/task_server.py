@@ -216,9 +216,12 @@ class TaskServer:
         with self._lock:
             if step_id in self._finished:
                 return
-        self._rendezvous(step_id).abort(errors.AbortedError(
-            None, None, f"Step aborted: task {info.task} failed with {info.kind}: "
-                        f"{info.message}"))
+        if info.kind == "CancelledError":   # the client closed its Session
+            error = errors.CancelledError(None, None, info.message)
+        else:
+            error = errors.AbortedError(None, None, f"Step aborted: task {info.task} failed "
+                                                    f"with {info.kind}: {info.message}")
+        self._rendezvous(step_id).abort(error)
 
     def uninitialized(self, names: list) -> list:
         """The names among `names` that are not variables of this task (yet)."""

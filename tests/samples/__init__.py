@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 AREA_MODULES = ("basic", "math", "reduction", "matmul", "nn", "array", "shape", "slicing",
                 "random", "linalg", "control", "queues", "readers", "tf_graph", "summary",
-                "sparse", "conv", "pool_norm", "sequence")
+                "sparse", "conv", "pool_norm", "sequence", "accumulators")
 
 
 def areas():
