@@ -77,11 +77,11 @@ class ThreadBackend:
     def _start(self, task: str) -> TaskServer:
         return TaskServer(task, self._names, transport=self._deliver)
 
-    def _deliver(self, task, key, value) -> None:
+    def _deliver(self, task, items) -> None:
         with self._lock:
             server = self._servers.get(task)
         if server is not None:
-            server.deliver(key, value)
+            server.deliver(items)
 
     def call(self, task: str, method: str, *args) -> Future:
         with self._lock:

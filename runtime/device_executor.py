@@ -87,6 +87,7 @@ class _Step:
             while ready and self.error is None:
                 k, i = ready.popleft()
                 self.start(k, i, ready)
+            self.rendezvous.flush()   # Sends to another process leave together, now
             if self.in_flight:
                 timeout = None if self.deadline is None else \
                     max(0.0, self.deadline - time.monotonic())

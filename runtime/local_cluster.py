@@ -131,6 +131,13 @@ class LocalCluster:
         self.cluster_spec.task_address(job_name, task_index)
         return self.backend.pid(f"/job:{job_name}/replica:0/task:{task_index}")
 
+    def task_stats(self) -> dict:
+        """{task name: what it did since it started}: steps run and bytes sent to other
+        tasks, received from them, fed by clients and returned to them."""
+        names = task_names(self.cluster_spec)
+        calls = {t: self.backend.call(t, "stats") for t in names}
+        return {t: future.result() for t, future in calls.items()}
+
     def kill_task(self, job_name: str, task_index: int) -> None:
         """End a task as a crash would (for fault-tolerance tests); the backend restarts
         it with empty state, and the next step of every Session learns it."""

@@ -50,12 +50,12 @@ class RayTransport:
         self.cluster = cluster
         self._handles: dict = {}
 
-    def __call__(self, task: str, key, value) -> None:
+    def __call__(self, task: str, items) -> None:
         handle = self._handles.get(task)
         if handle is None:
             handle = self._handles[task] = ray.get_actor(actor_name(self.cluster, task),
                                                          namespace=NAMESPACE)
-        handle.deliver.remote(key, value)
+        handle.deliver.remote(items)
 
     def __reduce__(self):
         return (RayTransport, (self.cluster,))

@@ -108,6 +108,10 @@ class Rendezvous:
             raise error
         return value
 
+    def flush(self) -> None:
+        """Hand on values held back for other processes (a task's rendezvous batches its
+        Sends to another task: runtime/task_server.py); here nothing is held back."""
+
     def on_abort(self, listener) -> None:
         """Call `listener(error)` once when the step is aborted (now, if it was): an
         executor waiting on something other than a Recv (a dequeue) learns of it too."""

@@ -12,9 +12,10 @@ client, as TensorFlow's tasks do) and what masters registered with it:
   clusters, its Sends and its Recvs.  Recvs are scheduled ALAP without a cost model, so
   every task computes the same anchors;
 - `run_step(handle, step_id, feeds, timeout)`: one step of a registered plan, the master's
-  only call per task per step.  Sends to another task go through `transport(task, key,
-  value)`; values from other tasks arrive with `deliver(key, value)`, possibly before the
-  step starts here; `abort_step(step_id, error)` ends the step when another task failed.
+  only call per task per step.  Sends to another task go through `transport(task, items)`
+  ([(RendezvousKey, value)], batched per task); values from other tasks arrive with
+  `deliver(items)`, possibly before the step starts here; `abort_step(step_id, error)`
+  ends the step when another task failed.
 
 Nothing a TaskServer returns is an exception: `run_step` answers ("ok", values, trace) or
 ("error", ErrorInfo), so an error crosses a process boundary as plain data and the master
@@ -84,13 +85,17 @@ def error_info(exc: BaseException, task: str) -> ErrorInfo:
 
 
 class _StepRendezvous(Rendezvous):
-    """A step's rendezvous on one task: Sends to this task's devices stay here, Sends to
-    another task go out through the transport."""
+    """A step's rendezvous on one task: Sends to this task's devices stay here; Sends to
+    another task wait in an outbox until the executor has nothing left to start
+    (`flush`), then leave in one call per task, so the values a cluster produces for a
+    task travel together."""
 
     def __init__(self, own_task: str, transport):
         super().__init__()
         self._own = own_task
         self._transport = transport
+        self._outbox: dict = {}
+        self._out_lock = threading.Lock()
 
     def send(self, key, value) -> None:
         dst = task_of(key.dst_device)
@@ -99,7 +104,14 @@ class _StepRendezvous(Rendezvous):
             return
         if self.error is not None:
             raise self.error
-        self._transport(dst, key, value)
+        with self._out_lock:
+            self._outbox.setdefault(dst, []).append((key, value))
+
+    def flush(self) -> None:
+        with self._out_lock:
+            outbox, self._outbox = self._outbox, {}
+        for task, items in outbox.items():
+            self._transport(task, items)
 
     def accept(self, key, value) -> None:
         """A value another task sent here."""
@@ -131,8 +143,8 @@ class _TaskPlan:
 
 
 class TaskServer:
-    """The service of one task (module docstring).  `transport(task, key, value)` hands a
-    value to another task's `deliver`."""
+    """The service of one task (module docstring).  `transport(task, items)` hands values
+    to another task's `deliver`."""
 
     def __init__(self, task: str, task_names: list, transport=None):
         self.task = task
@@ -145,7 +157,7 @@ class TaskServer:
         self._plans: dict = {}
         self._steps: dict = {}
         self._finished = collections.OrderedDict()
-        self.steps_run = 0
+        self._stats = collections.Counter()   # steps and bytes moved (`stats`)
 
     # --- what masters call ----------------------------------------------------------------
     def pid(self) -> int:
@@ -184,14 +196,17 @@ class TaskServer:
         rendezvous = self._rendezvous(step_id)
         try:
             fed = {plan.feeds[name]: value for name, value in feeds.items()}
+            self._count("fed", feeds.values())
             deadline = None if timeout is None else time.monotonic() + timeout
             events = [] if trace else None
             with self.state.running_step():
                 out = device_executor.execute_devices(plan.plans, fed, self.state, deadline,
                                                       events, None, rendezvous, step_id)
-            self.steps_run += 1
             values = {t.name: v.read() if type(v) is VariableRef else v
                       for t, v in out.items()}
+            self._count("fetched", values.values())
+            with self._lock:
+                self._stats["steps"] += 1
             timeline = [(n.name, n.type, s, e, th, d.name) for n, s, e, th, d in events] \
                 if trace else None
             return ("ok", values, timeline)
@@ -201,15 +216,25 @@ class TaskServer:
         finally:
             self._end(step_id)
 
-    def deliver(self, key, value) -> None:
-        """A value another task sent to this one for a step (maybe not started here yet)."""
+    def stats(self) -> dict:
+        """What this task did since it started: steps run, and the bytes it sent to other
+        tasks, received from them, was fed by masters and returned to them."""
         with self._lock:
-            if key.step_id in self._finished:
-                return   # the step ended here already (it was aborted)
-        try:
-            self._rendezvous(key.step_id).accept(key, value)
-        except errors.OpError:
-            pass   # the step was aborted here: the sender learns it from the master
+            return {k: int(self._stats[k]) for k in ("steps", "sent", "received", "fed",
+                                                     "fetched")}
+
+    def deliver(self, items) -> None:
+        """Values another task sent to this one, [(RendezvousKey, value)], for steps that
+        may not have started here yet."""
+        self._count("received", [v for _, v in items])
+        for key, value in items:
+            with self._lock:
+                if key.step_id in self._finished:
+                    continue   # the step ended here already (it was aborted)
+            try:
+                self._rendezvous(key.step_id).accept(key, value)
+            except errors.OpError:
+                pass   # the step was aborted here: the sender learns it from the master
 
     def abort_step(self, step_id: int, info: ErrorInfo) -> None:
         """End step `step_id` here: another task failed with `info`."""
@@ -262,7 +287,13 @@ class TaskServer:
             while len(self._finished) > _FINISHED_KEPT:
                 self._finished.popitem(last=False)
 
-    def _send(self, task: str, key, value) -> None:
+    def _count(self, what: str, values) -> None:
+        total = sum(getattr(v, "nbytes", 0) for v in values)
+        with self._lock:
+            self._stats[what] += total
+
+    def _send(self, task: str, items) -> None:
+        self._count("sent", [v for _, v in items])
         if self._transport is None:
             raise errors.InternalError(None, None, f"Task {self.task} cannot reach {task}.")
-        self._transport(task, key, value)
+        self._transport(task, items)

@@ -4,6 +4,7 @@ One local Ray cluster (ps + 2 workers, on loopback) serves the module.  A TF 1.x
 with /job:ps and /job:worker device blocks trains across the three processes with the
 single-process results; an error on one task ends the step on every task; a killed
 worker process is recovered from the last checkpoint without a step applied twice;
+SyncReplicasOptimizer's between-graph replicas make the single-process updates;
 asynchronous replicas converge; and a cluster leaves no process behind."""
 
 import os
@@ -17,6 +18,7 @@ import pytest
 
 import flowjit as tf
 from test_local_cluster import CLUSTER, _data, _loop_then_cond, sync_replicas
+from test_sync_replicas import between_graph_sync
 
 ray = pytest.importorskip("ray")
 
@@ -144,6 +146,16 @@ def test_killed_worker_is_recovered_from_the_last_checkpoint(cluster, tmp_path):
     assert ended == list(range(1, 13)) + list(range(11, 21))
     for got, want in zip(params, want_params):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_sync_replicas_between_graphs_on_ray(cluster):
+    results = between_graph_sync(lambda k: cluster.task_target("worker", k))
+    _, want, _, _, _ = sync_replicas("", placed=False, steps=8)
+    for k in range(2):
+        params, ran = results[k]
+        assert ran == 8
+        for got, expected in zip(params, want):
+            np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
 def test_asynchronous_replicas_converge_on_ray():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import threading
 
 from ...compiler.loop_ir import LoopProgram, Return, StmtKind, Var, Verbatim
 from . import render
@@ -36,6 +37,7 @@ from .vector_width import WIDE
 MIN_LINES = 160      # functions shorter than this stay whole
 CHUNK_LINES = 70     # a part grows by whole loop nests until it has this many lines
 NEST_MARK = "loop nest "
+_PARSE_LOCK = threading.Lock()   # kernels of several devices compile at once
 _UNSUPPORTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                 ast.Global, ast.Nonlocal, ast.FunctionDef, ast.ClassDef, ast.With, ast.Try,
                 ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Delete)
@@ -118,7 +120,9 @@ class _Unit:
         self.ir.append(stmt)
         self.size += len(text)
         if stmt.kind is not StmtKind.COMMENT:   # parsed as a function body (a return)
-            inner = ast.parse("def _part():\n" + "\n".join(INDENT + t for t in text)).body[0]
+            source = "def _part():\n" + "\n".join(INDENT + t for t in text)
+            with _PARSE_LOCK:   # CPython 3.11's ast conversion is not thread-safe
+                inner = ast.parse(source).body[0]
             for node in ast.walk(inner):
                 if node is not inner and isinstance(node, _UNSUPPORTED):
                     raise _Unsupported(type(node).__name__)
