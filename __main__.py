@@ -118,6 +118,11 @@ def _cmd_bench(args) -> int:
         threads = args.threads or os.cpu_count() or 1
         status = conv_step.main([*timing, "--threads", str(threads)]
                                 + (["--quick"] if args.quick else []))
+    if args.which == "cluster" and status == 0:
+        from .benchmarks import cluster_step
+
+        cmd = ["--repeats", str(args.repeats)] if args.repeats else []
+        status = cluster_step.main(cmd + (["--quick"] if args.quick else []))
     if args.which == "tfgraphs" and status == 0:   # needs the source tree's fixtures
         cmd = [sys.executable, "-m", "flowjit.benchmarks.tf_graph_import", *timing[:2]]
         cmd += ["--repeats", str(args.repeats)] if args.repeats else []
@@ -194,10 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "(its --peers may also name pythran, of the NumPy corpus); "
                     "tfgraphs: import and training-step times of TensorFlow-written "
                     "GraphDefs (the source tree's recorded ones) vs flowjit's own graph and "
-                    "TensorFlow.")
+                    "TensorFlow; cluster: steps/s and bytes per step of parameter-server "
+                    "steps on a LocalCluster, in-process and on Ray, vs one process.")
     bench.add_argument("which", nargs="?", default="session",
                        choices=("session", "compiler", "numpy", "training", "nn", "all",
-                                "report", "tfgraphs", "conv"),
+                                "report", "tfgraphs", "conv", "cluster"),
                        help="which benchmark (session)")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for every system, set before import (session: 1, "

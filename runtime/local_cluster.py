@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import os
 import threading
+import time
 
 from .. import errors
 from ..compiler.core.device_spec import DeviceSpec
@@ -202,6 +203,7 @@ class Server:
         self.server_def = spec
         self.job_name, self.task_index = job_name, int(task_index)
         self.target = cluster.task_target(job_name, self.task_index)
+        self._cluster = cluster
 
     @staticmethod
     def create_local_server(config=None, start=True) -> "Server":
@@ -210,7 +212,13 @@ class Server:
         return Server({"localhost": ["localhost:0"]}, "localhost", 0, backend="threads")
 
     def start(self) -> None:
-        """Nothing to start: the task runs inside the Sessions that connect to it."""
+        """Nothing to start: the tasks started with the server."""
 
     def join(self) -> None:
-        """Returns at once (no other process can send this in-process task work)."""
+        """Wait while this server's cluster runs, as a TensorFlow ps process does: with Ray,
+        until the cluster is shut down (its actors live as long as this process); with
+        threads, return at once (no other process can send an in-process task work)."""
+        if self._cluster.backend_kind is not BackendKind.RAY:
+            return
+        while self._cluster.target.partition("://")[2] in _CLUSTERS:
+            time.sleep(0.5)

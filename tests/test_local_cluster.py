@@ -231,3 +231,39 @@ def test_checkpoint_of_variables_on_several_tasks(tmp_path):
             got = sess.run([a, b])
     np.testing.assert_array_equal(got[0], [1.0, 2.0])
     assert got[1] == 5.0
+
+
+def _sharded_adam(target, placed):
+    """A two-layer model whose variables are spread over two ps tasks round-robin by
+    replica_device_setter, trained by Adam from worker 0; returns the losses and the
+    devices of the variables."""
+    rng = np.random.RandomState(3)
+    xs = rng.normal(size=(16, 6)).astype(np.float32)
+    ys = rng.normal(size=(16, 2)).astype(np.float32)
+    with tf.Graph().as_default():
+        setter = tf.train.replica_device_setter(ps_tasks=2) if placed else None
+        with tf.device(setter):
+            w1 = tf.Variable(rng.normal(size=(6, 4)).astype(np.float32), name="w1")
+            b1 = tf.Variable(np.zeros(4, np.float32), name="b1")
+            w2 = tf.Variable(rng.normal(size=(4, 2)).astype(np.float32), name="w2")
+            b2 = tf.Variable(np.zeros(2, np.float32), name="b2")
+            loss = tf.reduce_mean(tf.square(
+                tf.matmul(tf.tanh(tf.matmul(xs, w1) + b1), w2) + b2 - ys))
+            train = tf.train.AdamOptimizer(0.05).minimize(loss)
+        with tf.Session(target) as sess:
+            sess.run(tf.global_variables_initializer())
+            losses = [sess.run([loss, train])[0] for _ in range(6)]
+        return losses, [v.op.device for v in (w1, b1, w2, b2)]
+
+
+def test_variables_sharded_over_two_ps_tasks():
+    spec = {"ps": ["ps0:1", "ps1:1"], "worker": ["w0:1"]}
+    with tf.distributed.LocalCluster(spec, backend="threads") as cluster:
+        got, devices = _sharded_adam(cluster.task_target("worker", 0), placed=True)
+        stats = cluster.task_stats()
+    want, _ = _sharded_adam("", placed=False)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert devices == ["/job:ps/task:0", "/job:ps/task:1"] * 2
+    for task in ("/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"):
+        assert stats[task]["steps"] >= 6 and stats[task]["sent"] > 0 \
+            and stats[task]["received"] > 0      # weights out, gradients in

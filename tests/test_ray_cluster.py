@@ -161,10 +161,10 @@ def test_sync_replicas_between_graphs_on_ray(cluster):
 def test_asynchronous_replicas_converge_on_ray():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
     try:
-        import async_replicas
+        import replicas
     finally:
         sys.path.pop(0)
-    result = async_replicas.train(workers=2, steps=200, backend="ray")
+    result = replicas.train(workers=2, steps=200, backend="ray")
     assert result["loss"] < 1e-3
     assert sum(result["steps"]) >= 200 and min(result["steps"]) > 20
 
