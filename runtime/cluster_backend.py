@@ -70,8 +70,8 @@ class ThreadBackend:
         self._names = list(task_names)
         self._lock = threading.Lock()
         self._servers = {t: self._start(t) for t in self._names}
-        self._pool = ThreadPoolExecutor(max(4, 4 * len(self._names)),
-                                        thread_name_prefix="flowjit-task")
+        # a step blocked on a queue holds a thread: room for many (threads start lazily)
+        self._pool = ThreadPoolExecutor(64, thread_name_prefix="flowjit-task")
         self._closed = False
 
     def _start(self, task: str) -> TaskServer:

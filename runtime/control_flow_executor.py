@@ -317,6 +317,19 @@ def _step_outputs(step) -> list:
     return [t for _, t in step.handed_out] + [op.outputs[0] for op in step.published]
 
 
+def _edges(ops) -> tuple:
+    """({op: its producers and control inputs among `ops`}, {op: its users among `ops`}),
+    a loop's back edges (NextIteration into Merge) left out."""
+    members = set(ops)
+    preds = {op: [t.op for t in op.inputs if t.op in members and not _back_edge(op, t.op)]
+             + [c for c in op.control_inputs if c in members] for op in ops}
+    users = collections.defaultdict(list)
+    for op, ps in preds.items():
+        for p in ps:
+            users[p].append(op)
+    return preds, users
+
+
 def nested_ops(ops) -> set:
     """The ops of `ops` that run inside a loop frame or a cond branch (or read a value that
     may be dead), found from the graph's structure alone — so imported graphs, which carry
@@ -324,13 +337,7 @@ def nested_ops(ops) -> set:
     edges, NextIteration into Merge, left out): Enter opens a frame and Exit closes one; a
     cond's Switch opens a branch and its Merge closes it (a loop's own Switch, on a
     LoopCond, and its Merges do neither).  What stays at depth zero is the top level."""
-    in_plan = set(ops)
-    preds = {op: [t.op for t in op.inputs if t.op in in_plan and not _back_edge(op, t.op)]
-             + [c for c in op.control_inputs if c in in_plan] for op in ops}
-    users = collections.defaultdict(list)
-    for op, ps in preds.items():
-        for p in ps:
-            users[p].append(op)
+    preds, users = _edges(ops)
     waiting = {op: len(ps) for op, ps in preds.items()}
     ready = collections.deque(op for op in ops if waiting[op] == 0)
     depth = {}
@@ -374,13 +381,7 @@ def bridges(ops, region) -> set:
     region node must take these in, or the region and the op would wait for each other."""
     if not region:
         return set()
-    members = set(ops)
-    preds = {op: [t.op for t in op.inputs if t.op in members and not _back_edge(op, t.op)]
-             + [c for c in op.control_inputs if c in members] for op in members}
-    succs = collections.defaultdict(list)
-    for op, ps in preds.items():
-        for p in ps:
-            succs[p].append(op)
+    preds, succs = _edges(ops)
 
     def reach(edges) -> set:
         seen, stack = set(), list(region)

@@ -192,15 +192,7 @@ class Session:
                 _add_compile_events(run_metadata, began, self._devices[0].name)
             if options is not None and options.output_partition_graphs:
                 run_metadata.partition_graphs = plan.partition_graphs()
-        fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
-        results = {}
-        for element in structure.elements:
-            if type(element) is Tensor:
-                value = feeds[element] if element in feeds else computed[element]
-                results[element] = _fetch_value(value, fed_arrays)
-            else:
-                results[element] = None
-        return structure.build(results)
+        return _results(structure, feeds, computed)
 
     def _run_master(self, key, structure, tensors, targets, feeds, options, run_metadata):
         """A step on a cluster's tasks (runtime/master.py)."""
@@ -215,15 +207,7 @@ class Session:
                 run_metadata.step_stats = [NodeStats(*event) for event in timeline]
             if options is not None and options.output_partition_graphs:
                 run_metadata.partition_graphs = plan.partition_graphs()
-        fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
-        results = {}
-        for element in structure.elements:
-            if type(element) is Tensor:
-                value = feeds[element] if element in feeds else computed[element]
-                results[element] = _fetch_value(value, fed_arrays)
-            else:
-                results[element] = None
-        return structure.build(results)
+        return _results(structure, feeds, computed)
 
     def _missing_variables(self, names: list) -> list:
         """The names among `names` that are not variables of this Session (on a cluster:
@@ -383,6 +367,20 @@ class InteractiveSession(Session):
             except IndexError:
                 pass
         super().close()
+
+
+def _results(structure, feeds, computed):
+    """The fetched values in the structure of the fetches: fed tensors give their feeds,
+    the others what the step `computed`."""
+    fed_arrays = {id(v) for v in feeds.values()} if feeds else ()
+    results = {}
+    for element in structure.elements:
+        if type(element) is Tensor:
+            value = feeds[element] if element in feeds else computed[element]
+            results[element] = _fetch_value(value, fed_arrays)
+        else:
+            results[element] = None
+    return structure.build(results)
 
 
 def _fetch_value(value, fed_arrays):

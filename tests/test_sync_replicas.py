@@ -92,15 +92,20 @@ def between_graph_sync(target_of, steps=8):
     return results
 
 
-def test_sync_replicas_make_one_update_per_step():
-    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster:
-        results = between_graph_sync(lambda k: cluster.task_target("worker", k))
+def check_one_update_per_step(cluster):
+    """Both workers ran 8 steps and hold the single-process parameters."""
+    results = between_graph_sync(lambda k: cluster.task_target("worker", k))
     _, want, _, _, _ = sync_replicas("", placed=False, steps=8)
     for k in range(2):
         params, ran = results[k]
         assert ran == 8
         for got, expected in zip(params, want):
             np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_sync_replicas_make_one_update_per_step():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster:
+        check_one_update_per_step(cluster)
 
 
 def test_sync_replicas_needs_a_global_step_and_one_call():
