@@ -40,11 +40,12 @@ def _recipe(directory: str, name: str):
     return str(recipe["init"]), init_feeds, feeds, fetches
 
 
-def _flowjit_step(graph, init, init_feeds, feeds, fetches):
+def _flowjit_step(graph, init, init_feeds, feeds, fetches, jit="always"):
     import flowjit as tf
     # every cluster compiled before its first call (not in the background, as the tiered
-    # default does), so the timed steps run the kernels, not the reference ops
-    sess = tf.Session(graph=graph, config=tf.ConfigProto(jit="always"))
+    # default does), so the timed steps run the kernels, not the reference ops; jit=False
+    # (--jit off) times the reference kernels, without compiling
+    sess = tf.Session(graph=graph, config=tf.ConfigProto(jit=jit))
     sess.run(init, init_feeds)
     return lambda: sess.run(fetches, feeds)
 
@@ -91,8 +92,9 @@ def _native_mlp():
     return graph
 
 
-def run(directory: str, repeats: int, target_seconds: float) -> list:
-    """One row per graph: import seconds and the median step seconds per system."""
+def run(directory: str, repeats: int, target_seconds: float, jit="always") -> list:
+    """One row per graph: import seconds and the median step seconds per system (`jit`:
+    the Session's ConfigProto.jit, "always" compiling every cluster first)."""
     names = sorted(f[:-3] for f in os.listdir(directory) if f.endswith(".pb"))
     rows = []
     for name in progress(names, desc="TF graphs"):
@@ -104,10 +106,10 @@ def run(directory: str, repeats: int, target_seconds: float) -> list:
             graph = _import(path)
             imports.append(time.perf_counter() - start)
         variants = {"flowjit (imported)": _flowjit_step(graph, init, init_feeds, feeds,
-                                                        fetches)}
+                                                        fetches, jit)}
         if name == "mlp_adam":
             variants["flowjit (native)"] = _flowjit_step(_native_mlp(), init, {}, feeds,
-                                                         fetches)
+                                                         fetches, jit)
         tf_step = _tensorflow_step(path, init, init_feeds, feeds, fetches)
         if tf_step is not None:
             variants["tensorflow"] = tf_step
@@ -126,10 +128,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=0.1)
     parser.add_argument("--json", default=None, help="also write the rows as JSON")
+    parser.add_argument("--jit", default="always", choices=("always", "off"),
+                        help="compile every cluster first (always) or run the reference "
+                             "kernels (off: no compiling, for a quick check of the harness)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.graphs):
         parser.error(f"no graphs directory {args.graphs} (pass --graphs)")
-    rows = run(args.graphs, args.repeats, args.target_seconds)
+    rows = run(args.graphs, args.repeats, args.target_seconds,
+               "always" if args.jit == "always" else False)
     print(f"{'graph':24} {'import':>9} " + " ".join(f"{s:>20}" for s in
                                                     ("flowjit (imported)", "flowjit (native)",
                                                      "tensorflow")) + "  ratio")

@@ -82,8 +82,9 @@ def test_control_flow_benchmark_runs_and_checks_its_results(monkeypatch):
 def test_tf_graph_import_benchmark_times_every_recorded_graph(tmp_path, capsys):
     from flowjit.benchmarks import tf_graph_import
     path = tmp_path / "rows.json"
+    # the harness, with reference kernels (compiling them is tests/test_tf_graph_files.py's)
     assert tf_graph_import.main(["--repeats", "1", "--target-seconds", "0.002",
-                                 "--json", str(path)]) == 0
+                                 "--json", str(path), "--jit", "off"]) == 0
     import json
     rows = json.loads(path.read_text())
     assert sorted(r["graph"] for r in rows) == ["mlp_adam", "relu_mlp_momentum",
