@@ -1,14 +1,14 @@
 """`tf.train.ClusterSpec`: the jobs of a cluster and the address of each of their tasks.
 
-A cluster is a set of named jobs (`"ps"`, `"worker"`), each a set of tasks numbered from
-0; a task is one process, named `/job:<job>/task:<index>` in device names.  A ClusterSpec
-is built from a dict mapping each job to a list of addresses (task i at position i) or to a
+A cluster is a set of named jobs (`"ps"`, `"worker"`), each a set of tasks numbered from 0;
+a task is one process, named `/job:<job>/task:<index>` in device names.  A ClusterSpec is
+built from a dict mapping each job to a list of addresses (task i at position i) or to a
 dict {task index: address} (a job whose tasks are not all present), or from another
-ClusterSpec.  It is read the way TensorFlow 1.x reads it: `jobs` (in the order given; `str` sorts them), `num_tasks`,
-`task_indices`, `task_address`, `job_tasks` (None where a task is missing) and `as_dict`
-(lists for jobs numbered 0..n-1, dicts otherwise; task indices given as strings are read
-as integers).  Errors are TensorFlow's: TypeError for
-a value of the wrong kind, ValueError for an unknown job or task.
+ClusterSpec.  It is read the way TensorFlow 1.x reads it: `jobs` (in the order given; `str`
+sorts them), `num_tasks`, `task_indices`, `task_address`, `job_tasks` (None where a task is
+missing) and `as_dict` (lists for jobs numbered 0..n-1, dicts otherwise; task indices given
+as strings are read as integers).  Errors are TensorFlow's: TypeError for a value of the
+wrong kind, ValueError for an unknown job or task.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ more pending Recvs than threads cannot deadlock.  Each device frees a value when
 reader on that device has run, and `device.allocator` tracks the bytes it holds (in use and
 peak).
 
-Errors: the first failure aborts the rendezvous, which hands the error to every waiting
-Recv on every device; no new node starts anywhere, running ones finish, and the step
-raises the first error.  At the deadline the step raises at once (DeadlineExceededError),
-as the one-device executor does, and kernels still running finish unobserved.  The next step has a fresh
-rendezvous, so the session keeps working.
+Errors: the first failure aborts the rendezvous, which hands the error to every waiting Recv
+on every device; no new node starts anywhere, running ones finish, and the step raises the
+first error.  At the deadline the step raises at once (DeadlineExceededError), as the
+one-device executor does, and kernels still running finish unobserved.  The next step has a
+fresh rendezvous, so the session keeps working.
 """
 
 from __future__ import annotations

@@ -104,9 +104,12 @@ class LocalCluster:
     `backend`: "ray" (a Ray actor per task; `address` is passed to `ray.init` when this
     process is not connected to Ray yet, None starting a local instance on loopback) or
     "threads" (every task in this process).  The tasks' addresses in the spec are only
-    names: Ray chooses the ports."""
+    names: Ray chooses the ports.  With Ray, `name` names the actors (so other processes
+    find them) and `start_tasks` limits the tasks this process starts (the others are
+    found by name when a step needs them: `tf.train.Server`)."""
 
-    def __init__(self, cluster_spec, backend="ray", address=None, name=None):
+    def __init__(self, cluster_spec, backend="ray", address=None, name=None,
+                 start_tasks=None):
         self.cluster_spec = ClusterSpec(cluster_spec)
         names = task_names(self.cluster_spec)
         if not names:
@@ -120,7 +123,7 @@ class LocalCluster:
             # actors are named after `name` (Servers: the spec), so every process of
             # the cluster finds the same ones; a LocalCluster's own are unique
             self.backend = RayBackend(name or f"c{os.getpid()}-{cluster_id}", names,
-                                      address=address)
+                                      address=address, start=start_tasks)
         else:
             self.backend = ThreadBackend(names)
         with _LOCK:
@@ -169,9 +172,12 @@ class LocalCluster:
 class Server:
     """`tf.train.Server(cluster, job_name, task_index)`: this process's task of a cluster.
 
-    Servers of the same ClusterSpec in this process share one LocalCluster; with Ray (the
-    default `backend`) its actors are named after the spec, so servers of the same spec in
-    other processes connected to the same Ray cluster use the same tasks.  `target` is the
+    Servers of the same ClusterSpec in this process share one LocalCluster.  With Ray (the
+    default `backend`) a server starts its own task as an actor named after the spec and
+    owned by this process (it ends with the process, as a TensorFlow task does); servers
+    of the same spec in other processes connected to the same Ray cluster (`ray start`,
+    then RAY_ADDRESS, or `ray.init(address=...)` before the server) start theirs, and a
+    Session finds every task by name.  `target` is the
     target of a Session whose own task is this server's.  `join()` returns at once (the
     task runs in its actor, or in this process's Sessions with backend="threads");
     `create_local_server()` is a one-task cluster in this process."""
@@ -193,13 +199,19 @@ class Server:
                 raise ValueError(f"tf.train.Server: task_index must be given when job "
                                  f"{job_name!r} has several tasks ({indices}).")
             task_index = indices[0]
+        own = f"/job:{job_name}/replica:0/task:{int(task_index)}"
         with _LOCK:
-            cluster = Server._shared.get(spec)
+            cluster = Server._shared.get((spec, BackendKind.parse(backend)))
         if cluster is None or cluster.target.partition("://")[2] not in _CLUSTERS:
             digest = hashlib.sha1(repr(spec.as_dict()).encode()).hexdigest()[:12]
-            cluster = LocalCluster(spec, backend=backend, name=f"spec-{digest}")
+            # with Ray, this process starts its own task only: the other processes of the
+            # cluster start theirs, found by name (the spec's digest) when a step needs them
+            cluster = LocalCluster(spec, backend=backend, name=f"spec-{digest}",
+                                   start_tasks=[own])
             with _LOCK:
-                Server._shared[spec] = cluster
+                Server._shared[(spec, cluster.backend_kind)] = cluster
+        elif cluster.backend_kind is BackendKind.RAY:
+            cluster.backend.start([own])
         self.server_def = spec
         self.job_name, self.task_index = job_name, int(task_index)
         self.target = cluster.task_target(job_name, self.task_index)

@@ -11,11 +11,11 @@ variable has a value (the chief of its cluster initializes or restores them: var
 an in-process cluster are shared, runtime/local_cluster.py), then runs the local init op.
 
 A MonitoredSession starts the graph's queue runners (with a `Coordinator` it hands to the
-hooks, stopped and joined on close).  `MonitoredSession.run` runs the caller's fetches and every hook's `before_run` request as
-one step (runtime/session_hooks.py); a feed given by both the caller and a hook is an
-error.  Leaving its `with` block closes it, calling the hooks' `end` unless an error
-is passing; `OutOfRangeError` (an input queue ran dry) ends the block quietly, as it ends a
-TF 1.x input loop.
+hooks, stopped and joined on close).  `MonitoredSession.run` runs the caller's fetches and
+every hook's `before_run` request as one step (runtime/session_hooks.py); a feed given by
+both the caller and a hook is an error.  Leaving its `with` block closes it, calling the
+hooks' `end` unless an error is passing; `OutOfRangeError` (an input queue ran dry) ends the
+block quietly, as it ends a TF 1.x input loop.
 
 Recovery (OSDI 2016 §4.3): a step that fails with `UnavailableError` or `AbortedError` (a
 task of the cluster died or was restarted: runtime/master.py) is not the caller's error.

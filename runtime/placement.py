@@ -9,11 +9,11 @@ The rules, in order:
 1. Colocation groups (union-find): an op is united with the ops named by its colocation
    (`Graph.colocate_with`: `op._colocation`), and an op taking a variable reference
    (`op_def.ref_inputs`, through the Enter/Switch ops that carry one) with the reference's
-   producer, so a variable, its initializer, its Assign/AssignAdd and its optimizer
-   updates share a device; an op reading a resource handle (a queue's, a reader's: an op
-   both STATEFUL and SOURCE) goes with the resource, since the handle is the resource
-   itself and cannot be sent to another device or task.  A colocated op that the step does not run constrains the group
-   through its own device request only.
+   producer, so a variable, its initializer, its Assign/AssignAdd and its optimizer updates
+   share a device; an op reading a resource handle (a queue's, a reader's: an op both
+   STATEFUL and SOURCE) goes with the resource, since the handle is the resource itself and
+   cannot be sent to another device or task.  A colocated op that the step does not run
+   constrains the group through its own device request only.
 2. A group may run on the devices that satisfy every member's request (`DeviceSpec.matches`:
    partial specs such as '/device:CPU:*', '/job:localhost' or '/cpu:1' work) and have a
    kernel for every member (`Device.supports`).

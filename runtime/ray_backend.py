@@ -79,14 +79,24 @@ class RayBackend:
             self._started_ray = True
         self._handles: dict = {}
         self._mine = []
-        for task in (self._names if start is None else start):
+        self.start(self._names if start is None else start)
+
+    def start(self, tasks) -> None:
+        """Start `tasks` as actors owned by this process (one that exists already, started
+        by another process of the Ray cluster, is used as it is)."""
+        started = []
+        for task in tasks:
+            if task in self._handles:
+                continue
             handle = _TaskActor.options(
-                name=actor_name(cluster, task), namespace=NAMESPACE, get_if_exists=True,
-                max_restarts=-1, max_task_retries=0, max_concurrency=64, num_cpus=0,
-            ).remote(task, self._names, RayTransport(cluster))
+                name=actor_name(self.cluster, task), namespace=NAMESPACE,
+                get_if_exists=True, max_restarts=-1, max_task_retries=0,
+                max_concurrency=64, num_cpus=0,
+            ).remote(task, self._names, RayTransport(self.cluster))
             self._handles[task] = handle
-            self._mine.append(handle)
-        ray.get([h.pid.remote() for h in self._mine])    # every task is up
+            started.append(handle)
+        ray.get([h.pid.remote() for h in started])    # every task is up
+        self._mine.extend(started)
 
     def _handle(self, task: str):
         handle = self._handles.get(task)

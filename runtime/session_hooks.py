@@ -203,7 +203,6 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 def _default_saver():
-    from .checkpoint import Saver
     graph = get_default_graph()
     savers = graph.get_collection("savers")
     if savers:

@@ -163,6 +163,47 @@ def test_asynchronous_replicas_converge_on_ray():
     assert sum(result["steps"]) >= 200 and min(result["steps"]) > 20
 
 
+def test_servers_in_two_processes_make_one_cluster(cluster, tmp_path):
+    """A ps process runs `tf.train.Server(spec, "ps", 0).join()`; this process makes the
+    worker's server and trains through it: the ps task is found by name in the shared Ray
+    cluster, and it ends with the process that owns it."""
+    spec = {"ps": ["ps0:1"], "worker": ["w0:1"]}
+    script = tmp_path / "ps_task.py"
+    script.write_text(textwrap.dedent(f"""
+        import flowjit as tf
+        server = tf.train.Server({spec!r}, job_name="ps", task_index=0)
+        print("READY", flush=True)
+        server.join()
+    """))
+    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address)
+    ps_process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=env,
+                                  cwd=str(tmp_path))
+    try:
+        assert ps_process.stdout.readline().strip() == "READY"
+        server = tf.train.Server(spec, job_name="worker", task_index=0)
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(5.0, name="shared_v")
+                bump = tf.assign_add(v, 1.0)
+            with tf.device("/job:worker/task:0"):
+                doubled = v * 2.0
+            with tf.Session(server.target) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(bump)
+                assert sess.run(doubled) == 12.0
+        ps_pid = server._cluster.task_pid("ps", 0)
+        assert ps_pid not in (os.getpid(), ps_process.pid)
+    finally:
+        ps_process.terminate()
+        ps_process.wait(60)
+    deadline = time.monotonic() + 30
+    while _alive(ps_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(ps_pid)           # the task ended with the process that owned it
+    server._cluster.shutdown()
+
+
 def test_a_cluster_leaves_no_process_behind(tmp_path):
     """A script starts its own Ray instance and cluster, runs a step and shuts down; every
     process it started (the tasks and Ray's own) is gone afterwards."""
