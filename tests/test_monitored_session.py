@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
+from test_local_cluster import _data as _cluster_data
 
 
 def regression(checkpoint_dir, last_step, save_steps=5, hooks=()):
@@ -196,3 +197,65 @@ def test_queue_runners_start_with_the_session():
         with tf.train.MonitoredTrainingSession() as sess:
             got = [sess.run(item) for _ in range(5)]
         assert got == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def checkpointed_training(target, checkpoint_dir, last_step, kill=None):
+    """Synchronous replicas with a global step, under MonitoredTrainingSession with a
+    checkpoint every 5 steps; `kill(step)` may end a task after a step.  Returns the
+    global steps each run ended at, the final parameters and the recoveries."""
+    xs, ys = _cluster_data()
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 5], name="x")
+        y = tf.placeholder(tf.float32, [None, 1], name="y")
+        with tf.device("/job:ps/task:0"):
+            step = tf.train.get_or_create_global_step()
+            w = tf.Variable(tf.zeros([5, 1]), name="w")
+            b = tf.Variable(tf.zeros([1]), name="b")
+        grads = []
+        for k in range(2):
+            with tf.device(f"/job:worker/task:{k}"):
+                rows = slice(16 * k, 16 * (k + 1))
+                loss = tf.reduce_mean(tf.square(tf.matmul(x[rows], w) + b - y[rows]))
+                grads.append(tf.gradients(loss, [w, b]))
+        with tf.device("/job:ps/task:0"):
+            averaged = [(grads[0][i] + grads[1][i]) / 2 for i in range(2)]
+            train = tf.train.GradientDescentOptimizer(0.1).apply_gradients(
+                zip(averaged, [w, b]), global_step=step)
+            with tf.control_dependencies([train]):
+                step_after = tf.identity(step.read_value())
+        ended = []
+        with tf.train.MonitoredTrainingSession(
+                master=target, is_chief=True, checkpoint_dir=checkpoint_dir,
+                save_checkpoint_steps=5, config=tf.ConfigProto(allow_soft_placement=True),
+                hooks=[tf.train.StopAtStepHook(last_step=last_step)]) as sess:
+            while not sess.should_stop():
+                ended.append(int(sess.run(step_after, {x: xs, y: ys})))
+                if kill is not None:
+                    kill(ended[-1])
+            params = sess.run([w, b], {})
+            recoveries = list(sess.recoveries)
+        return ended, params, recoveries
+
+
+def test_a_killed_task_is_recovered_from_the_last_checkpoint(tmp_path):
+    """The in-process backend's kill (runtime/cluster_backend.py): the task comes back
+    empty, the step fails with UnavailableError, and the session restores checkpoint 10 on
+    every task; the steps after it run again, and the weights end as without the kill."""
+    cluster_def = {"ps": ["ps0:1"], "worker": ["w0:1", "w1:1"]}
+    with tf.distributed.LocalCluster(cluster_def, backend="threads") as cluster:
+        killed = []
+
+        def kill(step):
+            if step == 12 and not killed:   # step 12 comes again after the recovery
+                cluster.kill_task("worker", 1)
+                killed.append(step)
+
+        ended, params, recoveries = checkpointed_training(
+            cluster.task_target("worker", 0), str(tmp_path / "cluster"), 20, kill)
+    want_ended, want_params, _ = checkpointed_training("", str(tmp_path / "one"), 20)
+    assert want_ended == list(range(1, 21))
+    assert [(type(r.error), r.global_step) for r in recoveries] == \
+        [(tf.errors.UnavailableError, 10)]
+    assert ended == list(range(1, 13)) + list(range(11, 21))
+    for got, want in zip(params, want_params):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

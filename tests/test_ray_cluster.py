@@ -19,6 +19,7 @@ import pytest
 import flowjit as tf
 from test_local_cluster import CLUSTER, _data, _loop_then_cond, sync_replicas
 from test_sync_replicas import check_one_update_per_step
+from test_monitored_session import checkpointed_training
 
 ray = pytest.importorskip("ray")
 
@@ -85,44 +86,6 @@ def test_control_flow_and_queues_across_processes(cluster):
             assert [sess.run(total) for _ in range(3)] == [3.0, 12.0, 21.0]
 
 
-def _checkpointed_training(target, checkpoint_dir, last_step, kill=None):
-    """Synchronous replicas with a global step, under MonitoredTrainingSession with a
-    checkpoint every 5 steps; `kill(step)` may end a task after a step.  Returns the
-    global steps each run ended at, the final parameters and the recoveries."""
-    xs, ys = _data()
-    with tf.Graph().as_default():
-        x = tf.placeholder(tf.float32, [None, 5], name="x")
-        y = tf.placeholder(tf.float32, [None, 1], name="y")
-        with tf.device("/job:ps/task:0"):
-            step = tf.train.get_or_create_global_step()
-            w = tf.Variable(tf.zeros([5, 1]), name="w")
-            b = tf.Variable(tf.zeros([1]), name="b")
-        grads = []
-        for k in range(2):
-            with tf.device(f"/job:worker/task:{k}"):
-                rows = slice(16 * k, 16 * (k + 1))
-                loss = tf.reduce_mean(tf.square(tf.matmul(x[rows], w) + b - y[rows]))
-                grads.append(tf.gradients(loss, [w, b]))
-        with tf.device("/job:ps/task:0"):
-            averaged = [(grads[0][i] + grads[1][i]) / 2 for i in range(2)]
-            train = tf.train.GradientDescentOptimizer(0.1).apply_gradients(
-                zip(averaged, [w, b]), global_step=step)
-            with tf.control_dependencies([train]):
-                step_after = tf.identity(step.read_value())
-        ended = []
-        with tf.train.MonitoredTrainingSession(
-                master=target, is_chief=True, checkpoint_dir=checkpoint_dir,
-                save_checkpoint_steps=5, config=tf.ConfigProto(allow_soft_placement=True),
-                hooks=[tf.train.StopAtStepHook(last_step=last_step)]) as sess:
-            while not sess.should_stop():
-                ended.append(int(sess.run(step_after, {x: xs, y: ys})))
-                if kill is not None:
-                    kill(ended[-1])
-            params = sess.run([w, b], {})
-            recoveries = list(sess.recoveries)
-        return ended, params, recoveries
-
-
 def test_killed_worker_is_recovered_from_the_last_checkpoint(cluster, tmp_path):
     killed = []
 
@@ -132,9 +95,9 @@ def test_killed_worker_is_recovered_from_the_last_checkpoint(cluster, tmp_path):
             os.kill(pid, 9)
             killed.append(pid)
 
-    ended, params, recoveries = _checkpointed_training(
+    ended, params, recoveries = checkpointed_training(
         cluster.task_target("worker", 0), str(tmp_path / "ray"), 20, kill)
-    want_ended, want_params, none = _checkpointed_training("", str(tmp_path / "one"), 20)
+    want_ended, want_params, none = checkpointed_training("", str(tmp_path / "one"), 20)
     assert not none and want_ended == list(range(1, 21))
     assert killed and not _alive(killed[0])
     assert cluster.task_pid("worker", 1) != killed[0]          # Ray restarted the task
