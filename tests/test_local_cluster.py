@@ -102,7 +102,8 @@ def test_servers_of_one_cluster_share_it_and_place_free_ops_on_their_task():
 def test_error_on_one_task_ends_the_step_and_the_session_goes_on():
     """A reshape on worker 1 fails for a fed size; the step fails on every task with its
     error, and the next step runs."""
-    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, tf.Graph().as_default():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, \
+            tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None])
         with tf.device("/job:worker/task:1"):
             y = tf.reshape(x * 2, [2, 2])
@@ -124,7 +125,8 @@ def test_bad_targets_are_explained():
         cluster.shutdown()
         with pytest.raises(tf.errors.InvalidArgumentError, match="shut down"):
             tf.Session(target)
-    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, tf.Graph().as_default():
+    with tf.distributed.LocalCluster(CLUSTER, backend="threads") as cluster, \
+            tf.Graph().as_default():
         with pytest.raises(tf.errors.InvalidArgumentError, match="does not have"):
             tf.Session(cluster.target + "/job:chief/task:0")
         with pytest.raises(ValueError, match="No task with index 5"):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from test_local_cluster import CLUSTER, _data, _loop_then_cond, sync_replicas
+from test_local_cluster import CLUSTER, _loop_then_cond, sync_replicas
 from test_sync_replicas import check_one_update_per_step
 from test_monitored_session import checkpointed_training
 
