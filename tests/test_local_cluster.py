@@ -18,6 +18,18 @@ def _data():
     return xs, ys
 
 
+def ps_linear_model():
+    """In the default graph: placeholders x [None, 5] and y [None, 1], and on the ps task
+    the global step and a linear model's w and b (zeros)."""
+    x = tf.placeholder(tf.float32, [None, 5], name="x")
+    y = tf.placeholder(tf.float32, [None, 1], name="y")
+    with tf.device("/job:ps/task:0"):
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(tf.zeros([5, 1]), name="w")
+        b = tf.Variable(tf.zeros([1]), name="b")
+    return x, y, step, w, b
+
+
 def sync_replicas(target, placed: bool, steps: int = 12):
     """Synchronous data parallelism by hand: the parameters on the ps task, one replica
     per worker task on half of the batch, the averaged gradients applied on the ps task.

@@ -12,6 +12,7 @@ import pytest
 
 import flowjit as tf
 from test_local_cluster import _data as _cluster_data
+from test_local_cluster import ps_linear_model
 
 
 def regression(checkpoint_dir, last_step, save_steps=5, hooks=()):
@@ -205,12 +206,7 @@ def checkpointed_training(target, checkpoint_dir, last_step, kill=None):
     global steps each run ended at, the final parameters and the recoveries."""
     xs, ys = _cluster_data()
     with tf.Graph().as_default():
-        x = tf.placeholder(tf.float32, [None, 5], name="x")
-        y = tf.placeholder(tf.float32, [None, 1], name="y")
-        with tf.device("/job:ps/task:0"):
-            step = tf.train.get_or_create_global_step()
-            w = tf.Variable(tf.zeros([5, 1]), name="w")
-            b = tf.Variable(tf.zeros([1]), name="b")
+        x, y, step, w, b = ps_linear_model()
         grads = []
         for k in range(2):
             with tf.device(f"/job:worker/task:{k}"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import flowjit as tf
-from test_local_cluster import CLUSTER, _data, sync_replicas
+from test_local_cluster import CLUSTER, _data, ps_linear_model, sync_replicas
 
 
 def test_accumulator_averages_drops_stale_gradients_and_waits():
@@ -53,12 +53,7 @@ def between_graph_sync(target_of, steps=8):
         try:
             graph = tf.Graph()
             with graph.as_default():
-                x = tf.placeholder(tf.float32, [None, 5], name="x")
-                y = tf.placeholder(tf.float32, [None, 1], name="y")
-                with tf.device("/job:ps/task:0"):
-                    step = tf.train.get_or_create_global_step()
-                    w = tf.Variable(tf.zeros([5, 1]), name="w")
-                    b = tf.Variable(tf.zeros([1]), name="b")
+                x, y, step, w, b = ps_linear_model()
                 with tf.device(f"/job:worker/task:{k}"):
                     loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
                 opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
